@@ -1,0 +1,20 @@
+/**
+ * @file dao.h
+ * @brief libdao: memory for heterogeneous machines. The umbrella header.
+ *
+ * Include this one header to get the whole public API. Each area also has a
+ * header of its own under `dao/`.
+ */
+#ifndef DAO_H
+#define DAO_H
+
+#include "dao/export.h"
+#include "dao/version.h"
+#include "dao/status.h"
+#include "dao/place.h"
+#include "dao/stream.h"
+#include "dao/allocator.h"
+#include "dao/memory.h"
+#include "dao/sim.h"
+
+#endif /* DAO_H */

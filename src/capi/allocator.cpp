@@ -1,0 +1,144 @@
+// dao_allocator_*: allocator objects over the strategy layer.
+#include <cstring>
+
+#include "capi/allocator_handle.hpp"
+#include "capi/guard.hpp"
+#include "core/place_defaults.hpp"
+#include "strategy/factory.hpp"
+#include "util/format.hpp"
+
+namespace dao::detail {
+
+dao_allocator& checked(dao_allocator* a, const char* function) {
+  require_non_null(a, function, "allocator");
+  if (a->magic != dao_allocator::kMagic) {
+    throw invalid_argument(strprintf("%s: %p is not a live dao_allocator handle", function,
+                                     static_cast<void*>(a)));
+  }
+  return *a;
+}
+
+dao_allocator* make_handle(std::unique_ptr<strategy> impl, bool place_default) {
+  auto* handle = new dao_allocator();
+  handle->config = impl->effective_config();
+  handle->impl = std::move(impl);
+  handle->place_default = place_default;
+  return handle;
+}
+
+}  // namespace dao::detail
+
+using namespace dao::detail;
+
+extern "C" dao_status dao_allocator_create(dao_place place, const char* strategy_name,
+                                           const char* config, dao_allocator** out) {
+  return guarded([&] {
+    require_non_null(out, "dao_allocator_create", "out");
+    system_resource& resource = resource_for(place);
+    const char* name =
+        strategy_name != nullptr ? strategy_name : default_config_for(place.kind).strategy.c_str();
+    std::unique_ptr<strategy> impl =
+        make_strategy(name, resource, config != nullptr ? config : "");
+    *out = make_handle(std::move(impl), false);
+  });
+}
+
+extern "C" dao_status dao_allocator_alloc(dao_allocator* a, size_t size, dao_stream stream,
+                                          void** ptr) {
+  if (ptr != nullptr) *ptr = nullptr;
+  return guarded([&] {
+    dao_allocator& h = checked(a, "dao_allocator_alloc");
+    require_non_null(ptr, "dao_allocator_alloc", "ptr");
+    if (size != 0) *ptr = h.impl->allocate(size, stream);
+  });
+}
+
+extern "C" dao_status dao_allocator_free(dao_allocator* a, void* ptr) {
+  return guarded([&] {
+    dao_allocator& h = checked(a, "dao_allocator_free");
+    if (ptr != nullptr) h.impl->deallocate(ptr);
+  });
+}
+
+extern "C" dao_status dao_allocator_usable_size(dao_allocator* a, const void* ptr, size_t* size) {
+  return guarded([&] {
+    dao_allocator& h = checked(a, "dao_allocator_usable_size");
+    require_non_null(size, "dao_allocator_usable_size", "size");
+    *size = h.impl->usable_size(ptr);
+  });
+}
+
+extern "C" dao_status dao_allocator_trim(dao_allocator* a, size_t* released) {
+  return guarded([&] {
+    dao_allocator& h = checked(a, "dao_allocator_trim");
+    std::size_t bytes = h.impl->trim();
+    if (released != nullptr) *released = bytes;
+  });
+}
+
+extern "C" dao_status dao_allocator_get_stats(dao_allocator* a, dao_allocator_stats* stats) {
+  return guarded([&] {
+    dao_allocator& h = checked(a, "dao_allocator_get_stats");
+    require_non_null(stats, "dao_allocator_get_stats", "stats");
+    if (stats->struct_size < sizeof(dao_allocator_stats)) {
+      throw invalid_argument(strprintf(
+          "dao_allocator_get_stats: stats->struct_size is %zu; set it to "
+          "sizeof(dao_allocator_stats) (at least %zu)",
+          stats->struct_size, sizeof(dao_allocator_stats)));
+    }
+    allocator_counters c = h.impl->counters();
+    dao_allocator_stats s;
+    s.struct_size = stats->struct_size;
+    s.allocated_bytes = c.allocated_bytes;
+    s.peak_allocated_bytes = c.peak_allocated_bytes;
+    s.requested_bytes = c.requested_bytes;
+    s.reserved_bytes = c.reserved_bytes;
+    s.peak_reserved_bytes = c.peak_reserved_bytes;
+    s.live_blocks = c.live_blocks;
+    s.alloc_count = c.alloc_count;
+    s.free_count = c.free_count;
+    s.failed_alloc_count = c.failed_alloc_count;
+    s.system_alloc_count = c.system_alloc_count;
+    s.system_free_count = c.system_free_count;
+    s.largest_free_block = c.largest_free_block;
+    // A caller built against a newer header gets zeros in fields we lack.
+    std::memset(reinterpret_cast<char*>(stats) + sizeof s, 0, stats->struct_size - sizeof s);
+    std::memcpy(stats, &s, sizeof s);
+  });
+}
+
+extern "C" dao_status dao_allocator_reset_peak_stats(dao_allocator* a) {
+  return guarded([&] { checked(a, "dao_allocator_reset_peak_stats").impl->reset_peaks(); });
+}
+
+extern "C" dao_status dao_allocator_info(dao_allocator* a, dao_place* place, const char** strategy,
+                                         const char** config) {
+  return guarded([&] {
+    dao_allocator& h = checked(a, "dao_allocator_info");
+    if (place != nullptr) *place = h.impl->upstream().place();
+    if (strategy != nullptr) *strategy = h.impl->name();
+    if (config != nullptr) *config = h.config.c_str();
+  });
+}
+
+extern "C" dao_status dao_allocator_destroy(dao_allocator* a) {
+  return guarded([&] {
+    dao_allocator& h = checked(a, "dao_allocator_destroy");
+    if (h.place_default) {
+      throw invalid_argument(strprintf(
+          "dao_allocator_destroy: the default allocator of %s belongs to libdao and cannot be "
+          "destroyed",
+          place_to_string(h.impl->upstream().place()).c_str()));
+    }
+    allocator_counters c = h.impl->counters();
+    if (c.live_blocks != 0) {
+      throw busy(strprintf(
+          "dao_allocator_destroy: %llu block(s) of %s are still live in this %s allocator on "
+          "%s; free them first (nothing was destroyed)",
+          static_cast<unsigned long long>(c.live_blocks), format_bytes(c.allocated_bytes).c_str(),
+          h.impl->name(), place_to_string(h.impl->upstream().place()).c_str()));
+    }
+    h.magic = 0;
+    delete &h;
+  });
+}

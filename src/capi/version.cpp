@@ -1,0 +1,4 @@
+#include "dao/version.h"
+
+extern "C" unsigned dao_version_number(void) { return DAO_VERSION_NUMBER; }
+extern "C" const char* dao_version_string(void) { return DAO_VERSION_STRING; }

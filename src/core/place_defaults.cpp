@@ -1,0 +1,110 @@
+#include "core/place_defaults.hpp"
+
+#include <array>
+#include <atomic>
+#include <cstdlib>
+#include <mutex>
+
+#include "capi/allocator_handle.hpp"
+#include "core/error.hpp"
+#include "strategy/factory.hpp"
+#include "util/format.hpp"
+
+namespace dao::detail {
+
+namespace {
+
+constexpr int kMaxDevicesPerKind = 64;
+constexpr const char* kKindSuffix[DAO_PLACE_KIND_COUNT] = {"CPU", "CUDA", "CUDA_PINNED",
+                                                          "CUDA_MANAGED", "SIM"};
+
+void check_kind(dao_place_kind kind) {
+  if (static_cast<int>(kind) < 0 || static_cast<int>(kind) >= DAO_PLACE_KIND_COUNT) {
+    throw invalid_argument(strprintf("unknown place kind %d (valid kinds are 0..%d)",
+                                     static_cast<int>(kind), DAO_PLACE_KIND_COUNT - 1));
+  }
+}
+
+// Returns the first variable of `names` that is set and not empty.
+bool read_env(const std::string (&names)[2], std::string& value, std::string& source) {
+  for (const std::string& name : names) {
+    const char* v = std::getenv(name.c_str());
+    if (v != nullptr && *v != '\0') {
+      value = v;
+      source = name;
+      return true;
+    }
+  }
+  return false;
+}
+
+std::array<default_config, DAO_PLACE_KIND_COUNT> read_default_configs() {
+  std::array<default_config, DAO_PLACE_KIND_COUNT> out;
+  for (int k = 0; k < DAO_PLACE_KIND_COUNT; ++k) {
+    default_config& d = out[static_cast<std::size_t>(k)];
+    const std::string strategy_vars[2] = {std::string("DAO_ALLOCATOR_") + kKindSuffix[k],
+                                          "DAO_ALLOCATOR"};
+    const std::string config_vars[2] = {std::string("DAO_ALLOC_CONF_") + kKindSuffix[k],
+                                        "DAO_ALLOC_CONF"};
+    if (!read_env(strategy_vars, d.strategy, d.strategy_source)) {
+      d.strategy = "buddy";
+      d.strategy_source = "built-in default";
+    }
+    if (!read_env(config_vars, d.config, d.config_source)) d.config_source = "built-in default";
+  }
+  return out;
+}
+
+struct place_table {
+  std::mutex create_mutex;
+  std::atomic<dao_allocator*> slots[DAO_PLACE_KIND_COUNT][kMaxDevicesPerKind] = {};
+};
+
+place_table& table() {
+  static place_table* instance = new place_table();  // never destroyed: used until exit
+  return *instance;
+}
+
+dao_allocator& create_place_allocator(dao_place place) {
+  place_table& t = table();
+  std::lock_guard<std::mutex> lock(t.create_mutex);
+  auto& slot = t.slots[place.kind][place.device];
+  if (dao_allocator* existing = slot.load(std::memory_order_acquire)) return *existing;
+  system_resource& resource = resource_for(place);
+  const default_config& d = default_config_for(place.kind);
+  std::unique_ptr<strategy> impl;
+  try {
+    impl = make_strategy(d.strategy, resource, d.config);
+  } catch (const invalid_argument& e) {
+    throw invalid_argument(strprintf("default allocator of %s (strategy from %s, config from %s): %s",
+                                     place_to_string(place).c_str(), d.strategy_source.c_str(),
+                                     d.config_source.c_str(), e.what()));
+  }
+  dao_allocator* handle = make_handle(std::move(impl), true);
+  slot.store(handle, std::memory_order_release);
+  return *handle;
+}
+
+}  // namespace
+
+const default_config& default_config_for(dao_place_kind kind) {
+  check_kind(kind);
+  // Leaked on purpose: must outlive other static destructors that free memory.
+  static const auto* configs =
+      new std::array<default_config, DAO_PLACE_KIND_COUNT>(read_default_configs());
+  return (*configs)[static_cast<std::size_t>(kind)];
+}
+
+dao_allocator& place_allocator(dao_place place) {
+  check_kind(place.kind);
+  if (place.device >= 0 && place.device < kMaxDevicesPerKind) {
+    dao_allocator* a = table().slots[place.kind][place.device].load(std::memory_order_acquire);
+    if (a != nullptr) return *a;
+    return create_place_allocator(place);
+  }
+  resource_for(place);  // throws the precise reason for a bad index
+  throw unsupported(strprintf("%s: place defaults exist for devices 0..%d only",
+                              place_to_string(place).c_str(), kMaxDevicesPerKind - 1));
+}
+
+}  // namespace dao::detail

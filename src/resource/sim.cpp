@@ -1,0 +1,216 @@
+// The SIM backend: devices of fixed capacity backed by host memory taken per
+// system allocation, so a large capacity costs nothing until it is used.
+#include "resource/sim.hpp"
+
+#include <atomic>
+#include <cstdlib>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "core/config.hpp"
+#include "core/error.hpp"
+#include "dao/sim.h"
+#include "resource/host.hpp"
+#include "resource/system_resource.hpp"
+#include "util/format.hpp"
+
+namespace dao::detail {
+
+std::vector<std::size_t> parse_sim_devices(std::string_view text) {
+  static constexpr std::string_view var = "DAO_SIM_DEVICES";
+  std::vector<std::size_t> capacities;
+  std::string_view all = trim_spaces(text);
+  if (all == "0") return capacities;
+  std::string_view rest = all;
+  while (true) {
+    std::size_t comma = rest.find(',');
+    std::string_view item = trim_spaces(rest.substr(0, comma));
+    if (item.empty()) {
+      throw invalid_argument(strprintf(
+          "DAO_SIM_DEVICES='%.*s': empty item (expected for example 2x512MiB or 1GiB,256MiB)",
+          static_cast<int>(text.size()), text.data()));
+    }
+    std::size_t count = 1;
+    std::size_t x = item.find_first_of("xX");
+    if (x != std::string_view::npos) {
+      std::string_view count_text = trim_spaces(item.substr(0, x));
+      std::size_t parsed = 0;
+      bool ok = !count_text.empty() && count_text.size() <= 3;
+      for (char c : count_text) {
+        if (c < '0' || c > '9') ok = false;
+        parsed = parsed * 10 + static_cast<std::size_t>(c - '0');
+      }
+      if (!ok || parsed == 0) {
+        throw invalid_argument(strprintf(
+            "DAO_SIM_DEVICES='%.*s': '%.*s' is not a device count (expected NxSIZE, N >= 1)",
+            static_cast<int>(text.size()), text.data(), static_cast<int>(item.size()),
+            item.data()));
+      }
+      count = parsed;
+      item = item.substr(x + 1);
+    }
+    std::size_t capacity = parse_size(item, var);
+    if (capacity == 0) {
+      throw invalid_argument(strprintf("DAO_SIM_DEVICES='%.*s': a capacity must be > 0",
+                                       static_cast<int>(text.size()), text.data()));
+    }
+    if (capacities.size() + count > DAO_SIM_MAX_DEVICES) {
+      throw invalid_argument(strprintf("DAO_SIM_DEVICES='%.*s': more than %d devices",
+                                       static_cast<int>(text.size()), text.data(),
+                                       DAO_SIM_MAX_DEVICES));
+    }
+    capacities.insert(capacities.end(), count, capacity);
+    if (comma == std::string_view::npos) break;
+    rest = rest.substr(comma + 1);
+  }
+  return capacities;
+}
+
+namespace {
+
+class sim_device final : public system_resource {
+ public:
+  sim_device(int index, std::size_t capacity) : index_(index), capacity_(capacity) {}
+
+  void* allocate(std::size_t bytes) override {
+    // Count what the host really hands out: whole 256-byte units.
+    if (bytes > capacity_) throw full(bytes, used_.load(std::memory_order_relaxed));
+    std::size_t rounded = (bytes + kMinAlignment - 1) & ~(kMinAlignment - 1);
+    std::size_t used = used_.load(std::memory_order_relaxed);
+    do {
+      if (rounded > capacity_ - used) throw full(bytes, used);
+    } while (!used_.compare_exchange_weak(used, used + rounded, std::memory_order_relaxed));
+    void* p = host_aligned_alloc(rounded);
+    if (p == nullptr) {
+      used_.fetch_sub(rounded, std::memory_order_relaxed);
+      throw out_of_memory(strprintf("sim:%d: the host could not back %s of device memory",
+                                    index_, format_bytes(bytes).c_str()));
+    }
+    return p;
+  }
+
+  void deallocate(void* p, std::size_t bytes) noexcept override {
+    if (p == nullptr) return;
+    host_aligned_free(p);
+    used_.fetch_sub((bytes + kMinAlignment - 1) & ~(kMinAlignment - 1), std::memory_order_relaxed);
+  }
+
+  dao_place place() const noexcept override { return dao_place{DAO_PLACE_SIM, index_}; }
+  memory_info info() const override {
+    std::size_t used = used_.load(std::memory_order_relaxed);
+    return memory_info{capacity_ - used, capacity_};
+  }
+  bool host_accessible() const noexcept override { return true; }
+  std::size_t capacity() const noexcept { return capacity_; }
+
+ private:
+  out_of_memory full(std::size_t bytes, std::size_t used) const {
+    return out_of_memory(strprintf(
+        "sim:%d: out of memory: tried to allocate %s; the device has a capacity of %s, "
+        "of which %s is in use and %s is free",
+        index_, format_bytes(bytes).c_str(), format_bytes(capacity_).c_str(),
+        format_bytes(used).c_str(), format_bytes(capacity_ - used).c_str()));
+  }
+
+  int index_;
+  std::size_t capacity_;
+  std::atomic<std::size_t> used_{0};
+};
+
+class sim_backend_impl final : public backend {
+ public:
+  int device_count() override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    freeze_locked();
+    return static_cast<int>(devices_.size());
+  }
+
+  std::string description() override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    freeze_locked();
+    std::string out = strprintf("simulated devices (host memory with a hard capacity), from %s",
+                                source_.c_str());
+    return out;
+  }
+
+  system_resource& resource(int device) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    freeze_locked();
+    if (device < 0 || device >= static_cast<int>(devices_.size())) {
+      throw no_device(strprintf(
+          "sim device %d does not exist: %zu simulated device(s) configured from %s "
+          "(set DAO_SIM_DEVICES, e.g. 2x512MiB, or call dao_sim_configure)",
+          device, devices_.size(), source_.c_str()));
+    }
+    return *devices_[static_cast<std::size_t>(device)];
+  }
+
+  void configure(const std::vector<std::size_t>& capacities) {
+    if (capacities.size() > DAO_SIM_MAX_DEVICES) {
+      throw invalid_argument(strprintf("dao_sim_configure: count %zu is out of range 0..%d",
+                                       capacities.size(), DAO_SIM_MAX_DEVICES));
+    }
+    for (std::size_t c : capacities)
+      if (c == 0) throw invalid_argument("dao_sim_configure: a capacity must be > 0");
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (frozen_) {
+      if (capacities == frozen_capacities()) return;
+      throw invalid_state(strprintf(
+          "dao_sim_configure: simulated devices are already in use (configured from %s); "
+          "call dao_sim_configure before the first use of a SIM place",
+          source_.c_str()));
+    }
+    api_capacities_ = capacities;
+    api_configured_ = true;
+  }
+
+ private:
+  std::vector<std::size_t> frozen_capacities() const {
+    std::vector<std::size_t> out;
+    for (const auto& d : devices_) out.push_back(d->capacity());
+    return out;
+  }
+
+  // The first use fixes the configuration. A malformed DAO_SIM_DEVICES is
+  // reported and leaves SIM unconfigured, so dao_sim_configure can still fix it.
+  void freeze_locked() {
+    if (frozen_) return;
+    std::vector<std::size_t> capacities;
+    if (api_configured_) {
+      capacities = api_capacities_;
+      source_ = "dao_sim_configure";
+    } else if (const char* env = std::getenv("DAO_SIM_DEVICES"); env != nullptr && *env != '\0') {
+      capacities = parse_sim_devices(env);
+      source_ = strprintf("DAO_SIM_DEVICES=%s", env);
+    } else {
+      capacities.assign(1, kSimDefaultCapacity);
+      source_ = "the default (1 device of 1 GiB; set DAO_SIM_DEVICES to change)";
+    }
+    for (std::size_t i = 0; i < capacities.size(); ++i)
+      devices_.push_back(std::make_unique<sim_device>(static_cast<int>(i), capacities[i]));
+    frozen_ = true;
+  }
+
+  std::mutex mutex_;
+  bool frozen_ = false;
+  bool api_configured_ = false;
+  std::vector<std::size_t> api_capacities_;
+  std::vector<std::unique_ptr<sim_device>> devices_;
+  std::string source_;
+};
+
+sim_backend_impl& sim_instance() {
+  static sim_backend_impl* instance = new sim_backend_impl();  // never destroyed: used until exit
+  return *instance;
+}
+
+}  // namespace
+
+backend& sim_backend() { return sim_instance(); }
+
+void sim_configure(const std::vector<std::size_t>& capacities) {
+  sim_instance().configure(capacities);
+}
+
+}  // namespace dao::detail

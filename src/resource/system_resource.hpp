@@ -1,0 +1,76 @@
+// The "primitive" layer: the only code that calls an OS or driver allocator.
+// One small interface per place (system_resource) and one per place kind
+// (backend), with an implementation per backend: host, SIM, CUDA.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+#include "dao/place.h"
+
+namespace dao::detail {
+
+// Every pointer a system resource hands out is aligned at least this much.
+inline constexpr std::size_t kMinAlignment = 256;
+
+struct memory_info {
+  std::size_t free_bytes = 0;
+  std::size_t total_bytes = 0;
+};
+
+// Memory of one place, straight from the OS or driver. Implementations are
+// thread safe and live until the process ends.
+class system_resource {
+ public:
+  virtual ~system_resource() = default;
+
+  // Returns `bytes` (> 0) aligned to >= kMinAlignment. Throws out_of_memory
+  // when the place has no room (message says how much it has),
+  // backend_error when the driver fails otherwise.
+  virtual void* allocate(std::size_t bytes) = 0;
+
+  // Gives back what allocate() returned, with the same `bytes`.
+  virtual void deallocate(void* p, std::size_t bytes) noexcept = 0;
+
+  virtual dao_place place() const noexcept = 0;
+  virtual memory_info info() const = 0;
+
+  // Whether host code may read and write this memory directly.
+  virtual bool host_accessible() const noexcept = 0;
+};
+
+// All places of one kind: counts devices and hands out their resources.
+class backend {
+ public:
+  virtual ~backend() = default;
+
+  // Number of devices; 0 when the backend is unavailable (see description()).
+  // May throw invalid_argument when its configuration is malformed.
+  virtual int device_count() = 0;
+
+  // One line on what serves this kind, or why nothing does.
+  virtual std::string description() = 0;
+
+  // The resource of `device` (0 <= device < device_count()). Throws no_device
+  // with the reason otherwise.
+  virtual system_resource& resource(int device) = 0;
+};
+
+// Backends by kind (src/resource/*.cpp). Each is a process-lifetime singleton.
+backend& host_backend();
+backend& sim_backend();
+backend& cuda_device_backend();
+backend& cuda_pinned_backend();
+backend& cuda_managed_backend();
+
+// The backend of a kind; throws invalid_argument for an unknown kind.
+backend& backend_for(dao_place_kind kind);
+
+// Checks the place (kind known, device index valid and present) and returns
+// its resource. Throws invalid_argument or no_device with a clear message.
+system_resource& resource_for(dao_place place);
+
+// "cpu", "sim:1", "cuda:0", ...
+std::string place_to_string(dao_place place);
+
+}  // namespace dao::detail

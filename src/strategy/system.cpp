@@ -1,0 +1,67 @@
+#include "strategy/system.hpp"
+
+#include "core/error.hpp"
+#include "util/format.hpp"
+
+namespace dao::detail {
+
+system_strategy::system_strategy(system_resource& upstream, config& cfg) : strategy(upstream) {
+  cfg.reject_unknown({});
+}
+
+system_strategy::~system_strategy() {
+  for (const auto& [p, bytes] : live_) upstream().deallocate(const_cast<void*>(p), bytes);
+}
+
+void* system_strategy::allocate(std::size_t bytes, dao_stream) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  live_.reserve(live_.size() + 1);
+  void* p = nullptr;
+  try {
+    p = upstream().allocate(bytes);
+  } catch (const out_of_memory&) {
+    ++counters_.failed_alloc_count;
+    throw;
+  }
+  live_.emplace(p, bytes);  // cannot rehash after reserve; node allocation may throw
+  counters_.on_system_alloc(bytes);
+  counters_.on_alloc(bytes, bytes);
+  return p;
+}
+
+void system_strategy::deallocate(void* p) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = live_.find(p);
+  if (it == live_.end()) {
+    throw invalid_pointer(strprintf(
+        "system allocator on %s: pointer %p is not a live allocation of this allocator "
+        "(allocated elsewhere, already freed, or not the start of a block)",
+        place_to_string(upstream().place()).c_str(), p));
+  }
+  upstream().deallocate(p, it->second);
+  counters_.on_free(it->second, it->second);
+  counters_.on_system_free(it->second);
+  live_.erase(it);
+}
+
+std::size_t system_strategy::usable_size(const void* p) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = live_.find(p);
+  if (it == live_.end()) {
+    throw invalid_pointer(strprintf("system allocator on %s: pointer %p is not a live allocation",
+                                    place_to_string(upstream().place()).c_str(), p));
+  }
+  return it->second;
+}
+
+allocator_counters system_strategy::counters() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return counters_;
+}
+
+void system_strategy::reset_peaks() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  counters_.reset_peaks();
+}
+
+}  // namespace dao::detail

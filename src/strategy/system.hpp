@@ -1,0 +1,34 @@
+// Strategy "system": no pooling. Each allocation goes straight to the system
+// resource; a table of live blocks lets free() validate its pointer. The
+// baseline for benchmarks, and the strategy to use under memory checkers.
+#pragma once
+
+#include <mutex>
+#include <unordered_map>
+
+#include "core/config.hpp"
+#include "strategy/strategy.hpp"
+
+namespace dao::detail {
+
+class system_strategy final : public strategy {
+ public:
+  system_strategy(system_resource& upstream, config& cfg);
+  ~system_strategy() override;
+
+  void* allocate(std::size_t bytes, dao_stream stream) override;
+  void deallocate(void* p) override;
+  std::size_t usable_size(const void* p) const override;
+  std::size_t trim() override { return 0; }
+  allocator_counters counters() const override;
+  void reset_peaks() override;
+  const char* name() const noexcept override { return "system"; }
+  std::string effective_config() const override { return ""; }
+
+ private:
+  mutable std::mutex mutex_;
+  std::unordered_map<const void*, std::size_t> live_;
+  allocator_counters counters_;
+};
+
+}  // namespace dao::detail
