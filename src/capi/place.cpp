@@ -1,6 +1,8 @@
 // dao_place_*: place constructors, device counts, memory info, descriptions.
+#include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "capi/guard.hpp"
 #include "dao/place.h"
@@ -46,15 +48,28 @@ extern "C" const char* dao_place_kind_name(dao_place_kind kind) {
 extern "C" const char* dao_place_backend_description(dao_place_kind kind) {
   if (static_cast<int>(kind) < 0 || static_cast<int>(kind) >= DAO_PLACE_KIND_COUNT)
     return "unknown place kind";
-  // Computed once per kind and kept: the caller may hold the pointer forever.
-  static std::once_flag once[DAO_PLACE_KIND_COUNT];
-  static std::string* text[DAO_PLACE_KIND_COUNT];
-  std::call_once(once[kind], [kind] {
+  std::string text;
+  try {
     try {
-      text[kind] = new std::string(backend_for(kind).description());
-    } catch (const std::exception& e) {
-      text[kind] = new std::string(e.what());
+      text = backend_for(kind).description();
+    } catch (const error& e) {
+      text = e.what();  // e.g. a malformed DAO_SIM_DEVICES: say so
     }
-  });
-  return text[kind]->c_str();
+  } catch (...) {
+    return "description unavailable: internal error";
+  }
+  // Callers may keep the pointer forever, and a description can change once
+  // (SIM before and after configuration): keep every distinct text, leaked
+  // on purpose so that it outlives static destructors.
+  static std::mutex mutex;
+  static auto* kept = new std::vector<std::unique_ptr<std::string>>[DAO_PLACE_KIND_COUNT];
+  std::lock_guard<std::mutex> lock(mutex);
+  auto& versions = kept[kind];
+  try {
+    if (versions.empty() || *versions.back() != text)
+      versions.push_back(std::make_unique<std::string>(std::move(text)));
+  } catch (...) {
+    if (versions.empty()) return "description unavailable: out of host memory";
+  }
+  return versions.back()->c_str();
 }

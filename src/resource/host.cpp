@@ -11,8 +11,12 @@
 
 namespace dao::detail {
 
+// No request above the 47-bit user address space of x86-64 and AArch64 can
+// succeed; refusing it here also keeps sanitizer allocators from aborting.
+constexpr std::size_t kMaxHostRequest = std::size_t(1) << 47;
+
 void* host_aligned_alloc(std::size_t bytes) noexcept {
-  if (bytes == 0 || bytes > SIZE_MAX - kMinAlignment) return nullptr;
+  if (bytes == 0 || bytes > kMaxHostRequest) return nullptr;
   void* p = nullptr;
   if (posix_memalign(&p, kMinAlignment, bytes) != 0) return nullptr;
   return p;
@@ -39,8 +43,9 @@ class host_resource final : public system_resource {
   void* allocate(std::size_t bytes) override {
     void* p = host_aligned_alloc(bytes);
     if (p == nullptr) {
-      throw out_of_memory(strprintf("cpu: the system could not allocate %s (%zu bytes)",
-                                    format_bytes(bytes).c_str(), bytes));
+      throw out_of_memory(strprintf(
+          "cpu: out of memory: tried to allocate %s (%zu bytes); the operating system refused",
+          format_bytes(bytes).c_str(), bytes));
     }
     return p;
   }

@@ -50,7 +50,9 @@ std::vector<std::size_t> parse_sim_devices(std::string_view text) {
       count = parsed;
       item = item.substr(x + 1);
     }
-    std::size_t capacity = parse_size(item, var);
+    std::size_t capacity = parse_size(
+        item, strprintf("%.*s='%.*s'", static_cast<int>(var.size()), var.data(),
+                        static_cast<int>(text.size()), text.data()));
     if (capacity == 0) {
       throw invalid_argument(strprintf("DAO_SIM_DEVICES='%.*s': a capacity must be > 0",
                                        static_cast<int>(text.size()), text.data()));

@@ -62,10 +62,9 @@ buddy_strategy::buddy_strategy(system_resource& upstream, const buddy_options& o
   std::fill(std::begin(free_heads_), std::end(free_heads_), kNone);
   try {
     std::lock_guard<std::mutex> lock(mutex_);
-    for (std::size_t reserved = 0; reserved < options_.initial_pool;
-         reserved += options_.chunk_size) {
+    while (counters_.reserved_bytes < options_.initial_pool) {
       reserve_bookkeeping();
-      grow(top_order_);
+      grow(top_order_, false);
     }
     update_largest_free();
   } catch (...) {
@@ -158,7 +157,7 @@ void buddy_strategy::reserve_bookkeeping() {
 // Adds one chunk: a full one if the cap and the place allow, otherwise one
 // just big enough for `order`, so a nearly full device is still usable.
 // Either adds the chunk whole or changes nothing.
-void buddy_strategy::grow(int order) {
+void buddy_strategy::grow(int order, bool may_release_idle) {
   std::size_t wanted = order_bytes(top_order_);
   std::size_t needed = order_bytes(order);
   auto fits_cap = [&](std::size_t bytes) {
@@ -178,7 +177,7 @@ void buddy_strategy::grow(int order) {
     p = try_allocate(needed);
     chunk_order = order;
   }
-  if (p == nullptr && release_free_chunks() > 0) {
+  if (p == nullptr && may_release_idle && release_free_chunks() > 0) {
     // Smaller chunks were idle: give them back and try once more.
     if (fits_cap(wanted)) {
       p = try_allocate(wanted);
@@ -219,7 +218,7 @@ void* buddy_strategy::allocate(std::size_t bytes, dao_stream) {
 
   std::uint64_t usable = nonempty_orders_ & ~((std::uint64_t(1) << order) - 1);
   if (usable == 0) {
-    grow(order);
+    grow(order, true);
     usable = nonempty_orders_ & ~((std::uint64_t(1) << order) - 1);
   }
   int j = __builtin_ctzll(usable);

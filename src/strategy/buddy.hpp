@@ -79,7 +79,9 @@ class buddy_strategy final : public strategy {
   std::uint32_t new_record();
   void push_free(std::uint32_t index) noexcept;
   void unlink_free(std::uint32_t index) noexcept;
-  void grow(int order);
+  // may_release_idle: whether wholly free chunks may be given back to make
+  // room (not while building the initial pool, which must only grow).
+  void grow(int order, bool may_release_idle);
   void* allocate_large(std::size_t bytes);
   std::size_t release_free_chunks();
   void update_largest_free() noexcept;

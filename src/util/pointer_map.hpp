@@ -19,6 +19,7 @@ class pointer_map {
   std::size_t size() const noexcept { return size_; }
 
   std::uint32_t find(std::uintptr_t key) const noexcept {
+    if (key == 0) return npos;  // 0 marks an empty slot, never a key
     std::size_t mask = slots_.size() - 1;
     for (std::size_t i = home(key, mask);; i = (i + 1) & mask) {
       const slot& s = slots_[i];

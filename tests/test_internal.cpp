@@ -1,0 +1,146 @@
+// Internal pieces tested directly: the pointer map against std::unordered_map,
+// size and config parsing, DAO_SIM_DEVICES parsing, size formatting.
+#include <cstdarg>
+#include <cstddef>
+#include <cstdint>
+#include <csetjmp>
+#include <cstring>
+#include <random>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+extern "C" {
+#include <cmocka.h>
+}
+
+#include "core/config.hpp"
+#include "core/error.hpp"
+#include "resource/sim.hpp"
+#include "util/format.hpp"
+#include "util/pointer_map.hpp"
+
+using namespace dao::detail;
+
+static void pointer_map_matches_reference(void**) {
+  pointer_map map;
+  std::unordered_map<std::uintptr_t, std::uint32_t> reference;
+  std::mt19937_64 rng(7);
+  // Keys from a small range so that inserts, erases and probe chains collide.
+  for (int step = 0; step < 200000; ++step) {
+    std::uintptr_t key = (1 + rng() % 5000) * 256;
+    int op = static_cast<int>(rng() % 3);
+    auto it = reference.find(key);
+    if (op == 0 && it == reference.end()) {
+      auto value = static_cast<std::uint32_t>(rng());
+      map.insert(key, value);
+      reference[key] = value;
+    } else if (op == 1) {
+      map.erase(key);
+      reference.erase(key);
+    } else if (it != reference.end() && op == 2) {
+      map.assign(key, it->second + 1);
+      it->second += 1;
+    }
+    if (step % 997 == 0) {
+      assert_int_equal(map.size(), reference.size());
+      for (std::uintptr_t k = 256; k <= 5000 * 256; k += 256) {
+        auto r = reference.find(k);
+        assert_int_equal(map.find(k), r == reference.end() ? pointer_map::npos : r->second);
+      }
+    }
+  }
+}
+
+static void parse_size_units(void**) {
+  struct row {
+    const char* text;
+    std::size_t value;
+  } rows[] = {{"0", 0},           {"4096", 4096},         {"1B", 1},
+              {"1K", 1024},       {"1KB", 1024},          {"1KiB", 1024},
+              {"2m", 2u << 20},   {"2MiB", 2u << 20},     {"3GiB", std::size_t(3) << 30},
+              {"1TiB", std::size_t(1) << 40}, {" 5 MiB ", 5u << 20}, {"1.5KiB", 1536},
+              {"0.25MiB", 1u << 18}};
+  for (const row& r : rows) assert_int_equal(parse_size(r.text, "test"), r.value);
+  for (const char* bad : {"", "MiB", "-1", "1.2.3", "1 XiB", "1e6", "18446744073709551616",
+                          "17179869184GiB", "0.1"}) {
+    bool threw = false;
+    try {
+      parse_size(bad, "test");
+    } catch (const invalid_argument& e) {
+      threw = std::strstr(e.what(), "test") != nullptr;
+    }
+    if (!threw) fail_msg("'%s' was accepted", bad);
+  }
+}
+
+static void format_round_trips(void**) {
+  for (std::size_t v : {std::size_t(0), std::size_t(1), std::size_t(1000), std::size_t(1024),
+                        std::size_t(3) << 20, std::size_t(5) << 30, (std::size_t(1) << 40) + 1}) {
+    assert_int_equal(parse_size(format_size_exact(v), "x"), v);
+  }
+  assert_string_equal(format_bytes(512).c_str(), "512 B");
+  assert_string_equal(format_bytes(1536).c_str(), "1.5 KiB");
+  assert_string_equal(format_bytes(std::size_t(64) << 20).c_str(), "64.0 MiB");
+}
+
+static void config_takes_and_rejects(void**) {
+  config c = config::parse("a=1MiB, b = 0.5 ,c=true,d=text", "test config");
+  assert_int_equal(*c.take_size("a"), 1u << 20);
+  assert_true(*c.take_double("b") == 0.5);
+  assert_true(*c.take_bool("c"));
+  assert_string_equal(c.take_string("d")->c_str(), "text");
+  assert_false(c.take_size("missing").has_value());
+  c.reject_unknown({"a", "b", "c", "d"});
+
+  config d = config::parse("x=1,y=2", "test config");
+  d.take_size("x");
+  try {
+    d.reject_unknown({"x"});
+    fail_msg("unknown key accepted");
+  } catch (const invalid_argument& e) {
+    assert_non_null(std::strstr(e.what(), "unknown key 'y'"));
+  }
+  config e = config::parse("flag=maybe,n=abc", "t");
+  try {
+    e.take_bool("flag");
+    fail_msg("bad bool accepted");
+  } catch (const invalid_argument&) {
+  }
+  try {
+    e.take_double("n");
+    fail_msg("bad number accepted");
+  } catch (const invalid_argument&) {
+  }
+}
+
+static void sim_devices_strings(void**) {
+  using v = std::vector<std::size_t>;
+  const std::size_t MiB = std::size_t(1) << 20, GiB = std::size_t(1) << 30;
+  assert_true(parse_sim_devices("2x512MiB") == (v{512 * MiB, 512 * MiB}));
+  assert_true(parse_sim_devices("1GiB,256MiB") == (v{GiB, 256 * MiB}));
+  assert_true(parse_sim_devices(" 3X1GiB , 64MiB ") == (v{GiB, GiB, GiB, 64 * MiB}));
+  assert_true(parse_sim_devices("0").empty());
+  assert_true(parse_sim_devices("4096") == (v{4096}));
+  for (const char* bad : {"", ",", "2x", "x1GiB", "0x1GiB", "2x0", "1GiB,,2GiB", "abc",
+                          "65x1MiB", "1000x1MiB", "2y1GiB", "-1x1GiB"}) {
+    bool threw = false;
+    try {
+      parse_sim_devices(bad);
+    } catch (const invalid_argument& e) {
+      threw = std::strstr(e.what(), "DAO_SIM_DEVICES") != nullptr;
+    }
+    if (!threw) fail_msg("'%s' was accepted", bad);
+  }
+}
+
+int main() {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(pointer_map_matches_reference),
+      cmocka_unit_test(parse_size_units),
+      cmocka_unit_test(format_round_trips),
+      cmocka_unit_test(config_takes_and_rejects),
+      cmocka_unit_test(sim_devices_strings),
+  };
+  return cmocka_run_group_tests(tests, nullptr, nullptr);
+}
