@@ -36,7 +36,7 @@ extern "C" dao_status dao_allocator_create(dao_place place, const char* strategy
     require_non_null(out, "dao_allocator_create", "out");
     system_resource& resource = resource_for(place);
     const char* name =
-        strategy_name != nullptr ? strategy_name : default_config_for(place.kind).strategy.c_str();
+        strategy_name != nullptr ? strategy_name : default_config_for(raw_kind(place.kind)).strategy.c_str();
     std::unique_ptr<strategy> impl =
         make_strategy(name, resource, config != nullptr ? config : "");
     *out = make_handle(std::move(impl), false);

@@ -39,7 +39,7 @@ extern "C" dao_status dao_place_allocator(dao_place place, dao_allocator** out) 
 extern "C" dao_status dao_place_default_config(dao_place_kind kind, const char** strategy,
                                                const char** config) {
   return guarded([&] {
-    const default_config& d = default_config_for(kind);
+    const default_config& d = default_config_for(raw_kind(kind));
     if (strategy != nullptr) *strategy = d.strategy.c_str();
     if (config != nullptr) *config = d.config.c_str();
   });

@@ -21,7 +21,7 @@ extern "C" dao_place dao_place_sim(int device) { return dao_place{DAO_PLACE_SIM,
 extern "C" dao_status dao_place_device_count(dao_place_kind kind, int* count) {
   return guarded([&] {
     require_non_null(count, "dao_place_device_count", "count");
-    *count = backend_for(kind).device_count();
+    *count = backend_for(raw_kind(kind)).device_count();
   });
 }
 
@@ -34,20 +34,11 @@ extern "C" dao_status dao_place_memory_info(dao_place place, size_t* free_bytes,
   });
 }
 
-extern "C" const char* dao_place_kind_name(dao_place_kind kind) {
-  switch (kind) {
-    case DAO_PLACE_CPU: return "cpu";
-    case DAO_PLACE_CUDA: return "cuda";
-    case DAO_PLACE_CUDA_PINNED: return "cuda_pinned";
-    case DAO_PLACE_CUDA_MANAGED: return "cuda_managed";
-    case DAO_PLACE_SIM: return "sim";
-  }
-  return "unknown";
-}
+extern "C" const char* dao_place_kind_name(dao_place_kind kind) { return kind_name(raw_kind(kind)); }
 
-extern "C" const char* dao_place_backend_description(dao_place_kind kind) {
-  if (static_cast<int>(kind) < 0 || static_cast<int>(kind) >= DAO_PLACE_KIND_COUNT)
-    return "unknown place kind";
+extern "C" const char* dao_place_backend_description(dao_place_kind kind_arg) {
+  const int kind = raw_kind(kind_arg);
+  if (kind < 0 || kind >= DAO_PLACE_KIND_COUNT) return "unknown place kind";
   std::string text;
   try {
     try {

@@ -18,10 +18,10 @@ constexpr int kMaxDevicesPerKind = 64;
 constexpr const char* kKindSuffix[DAO_PLACE_KIND_COUNT] = {"CPU", "CUDA", "CUDA_PINNED",
                                                           "CUDA_MANAGED", "SIM"};
 
-void check_kind(dao_place_kind kind) {
-  if (static_cast<int>(kind) < 0 || static_cast<int>(kind) >= DAO_PLACE_KIND_COUNT) {
-    throw invalid_argument(strprintf("unknown place kind %d (valid kinds are 0..%d)",
-                                     static_cast<int>(kind), DAO_PLACE_KIND_COUNT - 1));
+void check_kind(int kind) {
+  if (kind < 0 || kind >= DAO_PLACE_KIND_COUNT) {
+    throw invalid_argument(strprintf("unknown place kind %d (valid kinds are 0..%d)", kind,
+                                     DAO_PLACE_KIND_COUNT - 1));
   }
 }
 
@@ -68,10 +68,10 @@ place_table& table() {
 dao_allocator& create_place_allocator(dao_place place) {
   place_table& t = table();
   std::lock_guard<std::mutex> lock(t.create_mutex);
-  auto& slot = t.slots[place.kind][place.device];
+  auto& slot = t.slots[raw_kind(place.kind)][place.device];
   if (dao_allocator* existing = slot.load(std::memory_order_acquire)) return *existing;
   system_resource& resource = resource_for(place);
-  const default_config& d = default_config_for(place.kind);
+  const default_config& d = default_config_for(raw_kind(place.kind));
   std::unique_ptr<strategy> impl;
   try {
     impl = make_strategy(d.strategy, resource, d.config);
@@ -87,7 +87,7 @@ dao_allocator& create_place_allocator(dao_place place) {
 
 }  // namespace
 
-const default_config& default_config_for(dao_place_kind kind) {
+const default_config& default_config_for(int kind) {
   check_kind(kind);
   // Leaked on purpose: must outlive other static destructors that free memory.
   static const auto* configs =
@@ -96,9 +96,10 @@ const default_config& default_config_for(dao_place_kind kind) {
 }
 
 dao_allocator& place_allocator(dao_place place) {
-  check_kind(place.kind);
+  const int kind = raw_kind(place.kind);
+  check_kind(kind);
   if (place.device >= 0 && place.device < kMaxDevicesPerKind) {
-    dao_allocator* a = table().slots[place.kind][place.device].load(std::memory_order_acquire);
+    dao_allocator* a = table().slots[kind][place.device].load(std::memory_order_acquire);
     if (a != nullptr) return *a;
     return create_place_allocator(place);
   }

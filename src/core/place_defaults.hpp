@@ -19,7 +19,7 @@ struct default_config {
 
 // Read from the environment once per process; throws invalid_argument for an
 // unknown kind.
-const default_config& default_config_for(dao_place_kind kind);
+const default_config& default_config_for(int kind);
 
 // The default allocator of `place`, created on first use (thread safe).
 // Throws invalid_argument / no_device for a bad place, invalid_argument

@@ -5,7 +5,18 @@
 
 namespace dao::detail {
 
-backend& backend_for(dao_place_kind kind) {
+const char* kind_name(int kind) noexcept {
+  switch (kind) {
+    case DAO_PLACE_CPU: return "cpu";
+    case DAO_PLACE_CUDA: return "cuda";
+    case DAO_PLACE_CUDA_PINNED: return "cuda_pinned";
+    case DAO_PLACE_CUDA_MANAGED: return "cuda_managed";
+    case DAO_PLACE_SIM: return "sim";
+    default: return "unknown";
+  }
+}
+
+backend& backend_for(int kind) {
   switch (kind) {
     case DAO_PLACE_CPU: return host_backend();
     case DAO_PLACE_CUDA: return cuda_device_backend();
@@ -14,23 +25,23 @@ backend& backend_for(dao_place_kind kind) {
     case DAO_PLACE_SIM: return sim_backend();
   }
   throw invalid_argument(strprintf("unknown place kind %d (valid kinds are 0..%d)",
-                                   static_cast<int>(kind), DAO_PLACE_KIND_COUNT - 1));
+                                   kind, DAO_PLACE_KIND_COUNT - 1));
 }
 
 system_resource& resource_for(dao_place place) {
-  backend& b = backend_for(place.kind);
+  backend& b = backend_for(raw_kind(place.kind));
   if (place.device < 0) {
     throw invalid_argument(strprintf("%s: device index %d is negative",
-                                     dao_place_kind_name(place.kind), place.device));
+                                     kind_name(raw_kind(place.kind)), place.device));
   }
   return b.resource(place.device);
 }
 
 std::string place_to_string(dao_place place) {
-  if (place.kind == DAO_PLACE_CPU || place.kind == DAO_PLACE_CUDA_PINNED)
-    return place.device == 0 ? dao_place_kind_name(place.kind)
-                             : strprintf("%s:%d", dao_place_kind_name(place.kind), place.device);
-  return strprintf("%s:%d", dao_place_kind_name(place.kind), place.device);
+  const int kind = raw_kind(place.kind);
+  if ((kind == DAO_PLACE_CPU || kind == DAO_PLACE_CUDA_PINNED) && place.device == 0)
+    return kind_name(kind);
+  return strprintf("%s:%d", kind_name(kind), place.device);
 }
 
 }  // namespace dao::detail

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstring>
 #include <string>
 
 #include "dao/place.h"
@@ -56,6 +57,16 @@ class backend {
   virtual system_resource& resource(int device) = 0;
 };
 
+// A kind exactly as a C caller passed it. C may pass any int in an enum, but
+// C++ must not load an enum holding a value outside its enumerators, so the
+// C API reads kinds as plain ints through this and validates them.
+inline int raw_kind(const dao_place_kind& kind) noexcept {
+  static_assert(sizeof(dao_place_kind) == sizeof(int), "dao_place_kind is int-sized");
+  int value;
+  std::memcpy(&value, &kind, sizeof value);
+  return value;
+}
+
 // Backends by kind (src/resource/*.cpp). Each is a process-lifetime singleton.
 backend& host_backend();
 backend& sim_backend();
@@ -64,7 +75,10 @@ backend& cuda_pinned_backend();
 backend& cuda_managed_backend();
 
 // The backend of a kind; throws invalid_argument for an unknown kind.
-backend& backend_for(dao_place_kind kind);
+backend& backend_for(int kind);
+
+// "cpu", "cuda", ... for a valid kind, "unknown" otherwise.
+const char* kind_name(int kind) noexcept;
 
 // Checks the place (kind known, device index valid and present) and returns
 // its resource. Throws invalid_argument or no_device with a clear message.

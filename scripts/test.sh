@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# Builds libdao and runs every test, on a fresh Debian 12 machine too:
+#   1. installs the Debian packages it needs when they are missing;
+#   2. a normal build: every ctest test (cmocka unit and stress tests, public
+#      headers as C99/C++, the CUDA backend against no driver and a fake one,
+#      the dao tool, the examples, the installed package through pkg-config
+#      and CMake, the Doxygen docs with warnings as errors, a benchmark smoke
+#      run);
+#   3. the unit and stress tests again under AddressSanitizer +
+#      UndefinedBehaviorSanitizer, and the stress tests under ThreadSanitizer.
+# Environment: DAO_WERROR=ON makes warnings errors (CI sets it);
+# DAO_TEST_SANITIZERS=0 skips step 3; DAO_TEST_JOBS sets the parallelism.
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+jobs=${DAO_TEST_JOBS:-$(nproc)}
+werror=${DAO_WERROR:-OFF}
+
+# --- 1. packages -----------------------------------------------------------
+missing=()
+need_cmd() { command -v "$1" >/dev/null 2>&1 || missing+=("$2"); }
+need_file() { [ -e "$1" ] || missing+=("$2"); }
+need_cmd cmake cmake
+need_cmd make make
+need_cmd gcc gcc
+need_cmd g++ g++
+need_cmd pkg-config pkg-config
+need_cmd doxygen doxygen
+need_cmd readelf binutils
+need_file /usr/include/cmocka.h libcmocka-dev
+need_file /usr/include/jemalloc/jemalloc.h libjemalloc-dev
+need_file /usr/include/mimalloc.h libmimalloc-dev
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "== installing: ${missing[*]}"
+  sudo=""
+  if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
+  export DEBIAN_FRONTEND=noninteractive
+  $sudo apt-get update -qq
+  $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+run_ctest() { # build-dir, extra ctest args...
+  local dir=$1; shift
+  (cd "$dir" && ctest --output-on-failure --no-tests=error -j "$jobs" "$@")
+}
+
+# --- 2. the normal build and every test ---------------------------------------
+echo "== build (DAO_WERROR=$werror)"
+cmake -S "$root" -B "$root/build-test" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DDAO_WERROR="$werror" -DDAO_BUILD_TESTS=ON >/dev/null
+cmake --build "$root/build-test" -j "$jobs"
+echo "== tests"
+run_ctest "$root/build-test"
+
+# --- 3. sanitizers --------------------------------------------------------------
+if [ "${DAO_TEST_SANITIZERS:-1}" != "0" ]; then
+  # Impossible sizes are part of the tests: let the sanitizer allocator say no
+  # instead of aborting.
+  export ASAN_OPTIONS=allocator_may_return_null=1:detect_leaks=1:abort_on_error=1
+  export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+  export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
+  echo "== AddressSanitizer + UndefinedBehaviorSanitizer"
+  cmake -S "$root" -B "$root/build-asan" -DCMAKE_BUILD_TYPE=Debug -DDAO_WERROR="$werror" \
+    -DDAO_SANITIZE=address,undefined -DDAO_BUILD_BENCH=OFF -DDAO_BUILD_EXAMPLES=OFF >/dev/null
+  cmake --build "$root/build-asan" -j "$jobs"
+  run_ctest "$root/build-asan" -L "unit|stress|cuda"
+  echo "== ThreadSanitizer"
+  cmake -S "$root" -B "$root/build-tsan" -DCMAKE_BUILD_TYPE=Debug -DDAO_WERROR="$werror" \
+    -DDAO_SANITIZE=thread -DDAO_BUILD_BENCH=OFF -DDAO_BUILD_EXAMPLES=OFF \
+    -DDAO_BUILD_TOOLS=OFF >/dev/null
+  cmake --build "$root/build-tsan" -j "$jobs" --target test_stress test_status
+  run_ctest "$root/build-tsan" -R "^(test_stress|test_status)$"
+fi
+echo "== all tests passed"
