@@ -81,7 +81,7 @@ static void random_model(dao_allocator *a, int host_visible, size_t capacity) {
   void *ptr[slots] = {NULL};
   size_t size[slots] = {0};
   uint64_t rng = 99, live = 0, requested = 0;
-  size_t max_size = capacity / 64 < ((size_t)1 << 20) ? capacity / 64 : ((size_t)1 << 20);
+  size_t max_size = capacity / 64 < ((size_t)128 << 10) ? capacity / 64 : ((size_t)128 << 10);
   int step;
   for (step = 0; step < steps; ++step) {
     int k = (int)(dao_test_rand(&rng) % slots);
