@@ -86,6 +86,8 @@ extern "C" {
  *                                  unknown key; the message says which.
  * @retval DAO_ERR_NO_DEVICE        The place's device does not exist.
  * @retval DAO_ERR_OUT_OF_MEMORY    `initial_pool` could not be reserved.
+ * @retval DAO_ERR_BACKEND          The driver failed while reserving
+ *                                  `initial_pool`.
  * @par Thread safety
  * Safe to call from any thread.
  */

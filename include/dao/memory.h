@@ -37,6 +37,8 @@ extern "C" {
  *                                  says why.
  * @retval DAO_ERR_OUT_OF_MEMORY    No room; the message tells the size and
  *                                  what the place holds.
+ * @retval DAO_ERR_BACKEND          The driver failed otherwise (CUDA places);
+ *                                  the message has the driver's error.
  * @par Thread safety
  * Safe to call from any thread.
  */

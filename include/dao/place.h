@@ -17,7 +17,9 @@
 typedef enum dao_place_kind {
   /** Host memory from the operating system. One place, device 0. */
   DAO_PLACE_CPU = 0,
-  /** Memory of CUDA device n, through the CUDA driver API. */
+  /** Memory of CUDA device n, through the CUDA driver API. The driver
+   *  library (`libcuda.so.1`, or the path in `DAO_CUDA_LIBRARY`) is loaded at
+   *  run time; without it there are no CUDA devices. */
   DAO_PLACE_CUDA = 1,
   /** Page-locked host memory registered with the CUDA driver. Device 0. */
   DAO_PLACE_CUDA_PINNED = 2,
@@ -86,9 +88,10 @@ DAO_API dao_status dao_place_device_count(dao_place_kind kind, int *count);
  * @param[out] free_bytes  Receives the free bytes; may be NULL.
  * @param[out] total_bytes Receives the total bytes; may be NULL.
  * @retval DAO_OK                   Written.
- * @retval DAO_ERR_INVALID_ARGUMENT Unknown kind, or a device index that is
- *                                  not 0 for CPU / CUDA_PINNED.
- * @retval DAO_ERR_NO_DEVICE        The device does not exist here.
+ * @retval DAO_ERR_INVALID_ARGUMENT Unknown kind or a negative device index.
+ * @retval DAO_ERR_NO_DEVICE        The device does not exist here (including
+ *                                  a device other than 0 for CPU and
+ *                                  CUDA_PINNED); the message says why.
  * @retval DAO_ERR_BACKEND          The driver failed.
  * @par Thread safety
  * Safe to call from any thread.
@@ -109,8 +112,9 @@ DAO_API const char *dao_place_kind_name(dao_place_kind kind);
  * @brief One line describing the backend that serves a kind, and why it has
  *        no devices when it has none.
  *
- * For example "CUDA driver 13.0 via libcuda.so.1" or
- * "libcuda.so.1 not found: no NVIDIA driver (…)". Initialises the backend.
+ * For example "CUDA driver 13.0 via libcuda.so.1, 1 device(s): …" or
+ * "not available: libcuda.so.1 not found: no NVIDIA driver (…)".
+ * Initialises the backend.
  * @return A string owned by libdao that lives until the process ends;
  *         "unknown place kind" for a value that is not a kind.
  * @par Thread safety

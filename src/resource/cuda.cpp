@@ -1,0 +1,215 @@
+// The CUDA backends: device memory, pinned host memory and managed memory,
+// each allocated in a device's primary context through the driver API that
+// cuda_driver loads at run time.
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/error.hpp"
+#include "resource/cuda_driver.hpp"
+#include "resource/host.hpp"
+#include "resource/system_resource.hpp"
+#include "util/format.hpp"
+
+namespace dao::detail {
+namespace {
+
+// The three kinds share everything but the driver calls and what info()
+// reports.
+enum class cuda_memory { device, pinned, managed };
+
+dao_place_kind place_kind(cuda_memory kind) noexcept {
+  switch (kind) {
+    case cuda_memory::device: return DAO_PLACE_CUDA;
+    case cuda_memory::pinned: return DAO_PLACE_CUDA_PINNED;
+    case cuda_memory::managed: return DAO_PLACE_CUDA_MANAGED;
+  }
+  return DAO_PLACE_CUDA;
+}
+
+const char* alloc_call(cuda_memory kind) noexcept {
+  switch (kind) {
+    case cuda_memory::device: return "cuMemAlloc";
+    case cuda_memory::pinned: return "cuMemHostAlloc";
+    case cuda_memory::managed: return "cuMemAllocManaged";
+  }
+  return "cuMemAlloc";
+}
+
+class cuda_resource final : public system_resource {
+ public:
+  // `device` is the place's device; pinned memory lives in device 0's context.
+  cuda_resource(cuda_driver& driver, cuda_memory kind, int device)
+      : driver_(driver), kind_(kind), device_(device) {}
+
+  void* allocate(std::size_t bytes) override {
+    cuda_context_scope scope(driver_, driver_.primary_context(device_));
+    if (scope.status() != CUDA_SUCCESS) {
+      throw backend_error(strprintf("%s: cuCtxPushCurrent failed: %s", name().c_str(),
+                                    driver_.error_text(scope.status()).c_str()));
+    }
+    const cuda_driver_api& api = driver_.api();
+    void* p = nullptr;
+    CUdeviceptr dptr = 0;
+    CUresult r = CUDA_SUCCESS;
+    switch (kind_) {
+      case cuda_memory::device:
+        r = api.mem_alloc(&dptr, bytes);
+        p = reinterpret_cast<void*>(static_cast<std::uintptr_t>(dptr));
+        break;
+      case cuda_memory::pinned:
+        // Portable: usable from every context, not only device 0's.
+        r = api.mem_host_alloc(&p, bytes, CU_MEMHOSTALLOC_PORTABLE);
+        break;
+      case cuda_memory::managed:
+        r = api.mem_alloc_managed(&dptr, bytes, CU_MEM_ATTACH_GLOBAL);
+        p = reinterpret_cast<void*>(static_cast<std::uintptr_t>(dptr));
+        break;
+    }
+    if (r == CUDA_ERROR_OUT_OF_MEMORY) throw out_of_memory(oom_message(bytes));
+    if (r != CUDA_SUCCESS) {
+      throw backend_error(strprintf("%s: %s(%s) failed: %s", name().c_str(), alloc_call(kind_),
+                                    format_bytes(bytes).c_str(), driver_.error_text(r).c_str()));
+    }
+    // The driver promises more than this; a pointer that breaks libdao's
+    // promise must not reach the caller.
+    if (reinterpret_cast<std::uintptr_t>(p) % kMinAlignment != 0) {
+      release(p);
+      throw backend_error(strprintf("%s: %s(%s) returned %p, not aligned to %zu bytes",
+                                    name().c_str(), alloc_call(kind_),
+                                    format_bytes(bytes).c_str(), p, kMinAlignment));
+    }
+    return p;
+  }
+
+  void deallocate(void* p, std::size_t) noexcept override {
+    // p came from allocate(), which retained the context.
+    CUcontext ctx = driver_.retained_context(device_);
+    if (p == nullptr || ctx == nullptr) return;
+    cuda_context_scope scope(driver_, ctx);
+    // Nothing to report to: a failure here means the context is already gone
+    // (process teardown), and the memory went with it.
+    if (scope.status() == CUDA_SUCCESS) release(p);
+  }
+
+  dao_place place() const noexcept override {
+    return dao_place{place_kind(kind_), kind_ == cuda_memory::pinned ? 0 : device_};
+  }
+
+  memory_info info() const override {
+    if (kind_ == cuda_memory::pinned)
+      return memory_info{host_available_memory(), host_total_memory()};
+    cuda_context_scope scope(driver_, driver_.primary_context(device_));
+    std::size_t free_bytes = 0, total_bytes = 0;
+    CUresult r = scope.status();
+    if (r == CUDA_SUCCESS) r = driver_.api().mem_get_info(&free_bytes, &total_bytes);
+    if (r != CUDA_SUCCESS) {
+      throw backend_error(strprintf("%s: cuMemGetInfo failed: %s", name().c_str(),
+                                    driver_.error_text(r).c_str()));
+    }
+    return memory_info{free_bytes, total_bytes};
+  }
+
+  bool host_accessible() const noexcept override { return kind_ != cuda_memory::device; }
+
+ private:
+  std::string name() const { return place_to_string(place()); }
+
+  // Frees p; the right context is current.
+  void release(void* p) const noexcept {
+    if (kind_ == cuda_memory::pinned) {
+      driver_.api().mem_free_host(p);
+    } else {
+      driver_.api().mem_free(static_cast<CUdeviceptr>(reinterpret_cast<std::uintptr_t>(p)));
+    }
+  }
+
+  // Called with the context current, so cuMemGetInfo sees this device.
+  std::string oom_message(std::size_t bytes) const {
+    std::string head = strprintf("%s: out of memory: tried to allocate %s (%s: %s)",
+                                 name().c_str(), format_bytes(bytes).c_str(), alloc_call(kind_),
+                                 driver_.error_text(CUDA_ERROR_OUT_OF_MEMORY).c_str());
+    if (kind_ == cuda_memory::pinned) {
+      return head + strprintf("; the host has %s of physical memory, %s of it available",
+                              format_bytes(host_total_memory()).c_str(),
+                              format_bytes(host_available_memory()).c_str());
+    }
+    std::size_t free_bytes = 0, total_bytes = 0;
+    CUresult r = driver_.api().mem_get_info(&free_bytes, &total_bytes);
+    if (r != CUDA_SUCCESS)
+      return head + strprintf("; cuMemGetInfo failed too: %s", driver_.error_text(r).c_str());
+    return head + strprintf("; cuda:%d has a total capacity of %s of which %s is free", device_,
+                            format_bytes(total_bytes).c_str(), format_bytes(free_bytes).c_str());
+  }
+
+  cuda_driver& driver_;
+  cuda_memory kind_;
+  int device_;
+};
+
+class cuda_backend_impl final : public backend {
+ public:
+  // Loads the driver (once per process) and makes one resource per device.
+  explicit cuda_backend_impl(cuda_memory kind) : driver_(cuda_driver::get()), kind_(kind) {
+    int count = driver_.device_count();
+    if (kind_ == cuda_memory::pinned && count > 0) count = 1;
+    for (int i = 0; i < count; ++i)
+      resources_.push_back(std::make_unique<cuda_resource>(driver_, kind_, i));
+  }
+
+  int device_count() override { return static_cast<int>(resources_.size()); }
+
+  std::string description() override {
+    if (resources_.empty()) return "not available: " + driver_.why_unavailable();
+    switch (kind_) {
+      case cuda_memory::device: return driver_.summary();
+      case cuda_memory::pinned:
+        return "page-locked host memory (cuMemHostAlloc, portable) through " + driver_.summary();
+      case cuda_memory::managed:
+        return "managed memory (cuMemAllocManaged, attached globally) through " +
+               driver_.summary();
+    }
+    return driver_.summary();
+  }
+
+  system_resource& resource(int device) override {
+    const char* kind_name = dao_place_kind_name(place_kind(kind_));
+    if (resources_.empty()) {
+      throw no_device(strprintf("%s device %d is not available: %s", kind_name, device,
+                                driver_.why_unavailable().c_str()));
+    }
+    if (device < 0 || device >= static_cast<int>(resources_.size())) {
+      if (kind_ == cuda_memory::pinned) {
+        throw no_device(strprintf("%s device %d does not exist: the %s place has only device 0",
+                                  kind_name, device, kind_name));
+      }
+      throw no_device(strprintf("%s device %d does not exist: the driver reports %d device(s)",
+                                kind_name, device, driver_.device_count()));
+    }
+    return *resources_[static_cast<std::size_t>(device)];
+  }
+
+ private:
+  cuda_driver& driver_;
+  cuda_memory kind_;
+  std::vector<std::unique_ptr<cuda_resource>> resources_;
+};
+
+}  // namespace
+
+// Never destroyed: used until the process ends, like every backend.
+backend& cuda_device_backend() {
+  static cuda_backend_impl* b = new cuda_backend_impl(cuda_memory::device);
+  return *b;
+}
+backend& cuda_pinned_backend() {
+  static cuda_backend_impl* b = new cuda_backend_impl(cuda_memory::pinned);
+  return *b;
+}
+backend& cuda_managed_backend() {
+  static cuda_backend_impl* b = new cuda_backend_impl(cuda_memory::managed);
+  return *b;
+}
+
+}  // namespace dao::detail

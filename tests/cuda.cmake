@@ -1,0 +1,61 @@
+# The CUDA driver backend, tested without a GPU. libdao loads the driver with
+# dlopen, and DAO_CUDA_LIBRARY points it to another library: here a fake
+# driver (tests/fake_cuda) that serves the driver API from host memory. A
+# process loads the driver once, so one executable runs once per situation.
+# Included from tests/CMakeLists.txt; needs DAO_CUDA_ENABLED,
+# DAO_CUDA_INCLUDE_DIR, DAO_WARNING_FLAGS and CMOCKA_LIBRARY.
+if(DAO_CUDA_ENABLED)
+  add_library(dao_fake_cuda SHARED ${CMAKE_CURRENT_LIST_DIR}/fake_cuda/fake_cuda.c)
+  target_include_directories(dao_fake_cuda SYSTEM PRIVATE ${DAO_CUDA_INCLUDE_DIR})
+  target_compile_options(dao_fake_cuda PRIVATE ${DAO_WARNING_FLAGS})
+  target_link_libraries(dao_fake_cuda PRIVATE Threads::Threads)
+  # Its entry points must be exported whatever the project's defaults are.
+  set_target_properties(dao_fake_cuda PROPERTIES C_VISIBILITY_PRESET default)
+
+  add_executable(test_cuda_backend ${CMAKE_CURRENT_LIST_DIR}/test_cuda_backend.c)
+  if(CMOCKA_INCLUDE_DIR)
+    target_include_directories(test_cuda_backend PRIVATE ${CMOCKA_INCLUDE_DIR})
+  endif()
+  target_link_libraries(test_cuda_backend PRIVATE dao ${CMOCKA_LIBRARY} Threads::Threads
+                                                  ${CMAKE_DL_LIBS})
+  target_compile_options(test_cuda_backend PRIVATE ${DAO_WARNING_FLAGS})
+  # Not linked (libdao dlopens it), but it must be built before the tests run.
+  add_dependencies(test_cuda_backend dao_fake_cuda)
+
+  set(_dao_fake_cuda "DAO_CUDA_LIBRARY=$<TARGET_FILE:dao_fake_cuda>")
+  # 64 MiB per device and of pinned memory; a 12345-byte allocation fails
+  # with CUDA_ERROR_ILLEGAL_ADDRESS.
+  set(_dao_fake_cuda_env
+      "${_dao_fake_cuda}" FAKE_CUDA_DEVICES=2 FAKE_CUDA_CAPACITY=67108864
+      FAKE_CUDA_HOST_CAPACITY=67108864 FAKE_CUDA_FAIL_SIZE=12345)
+
+  add_test(NAME test_cuda_backend_fake COMMAND test_cuda_backend fake)
+  set_tests_properties(test_cuda_backend_fake PROPERTIES ENVIRONMENT "${_dao_fake_cuda_env}")
+
+  add_test(NAME test_cuda_backend_no_driver
+           COMMAND test_cuda_backend none
+                   "no-such-dir/libcuda.so.1 (from DAO_CUDA_LIBRARY) could not be loaded (dlopen: ")
+  set_tests_properties(test_cuda_backend_no_driver PROPERTIES
+    ENVIRONMENT "DAO_CUDA_LIBRARY=${CMAKE_CURRENT_BINARY_DIR}/no-such-dir/libcuda.so.1")
+
+  add_test(NAME test_cuda_backend_no_device
+           COMMAND test_cuda_backend none
+                   "cuInit failed: CUDA_ERROR_NO_DEVICE (no CUDA-capable device is detected)")
+  set_tests_properties(test_cuda_backend_no_device PROPERTIES
+    ENVIRONMENT "${_dao_fake_cuda};FAKE_CUDA_DEVICES=0")
+
+  # A library that is not a driver at all: libdao itself.
+  add_test(NAME test_cuda_backend_not_a_driver COMMAND test_cuda_backend none "lacks cuInit")
+  set_tests_properties(test_cuda_backend_not_a_driver PROPERTIES
+    ENVIRONMENT "DAO_CUDA_LIBRARY=$<TARGET_FILE:dao>")
+
+  # The machine's own driver: a real GPU where there is one, else the
+  # "not available" answer.
+  add_test(NAME test_cuda_backend_driver COMMAND test_cuda_backend driver)
+  set_tests_properties(test_cuda_backend_driver PROPERTIES ENVIRONMENT "DAO_CUDA_LIBRARY=")
+
+  set_tests_properties(test_cuda_backend_fake test_cuda_backend_no_driver
+                       test_cuda_backend_no_device test_cuda_backend_not_a_driver
+                       test_cuda_backend_driver
+                       PROPERTIES LABELS "unit;cuda" TIMEOUT 300)
+endif()
