@@ -43,7 +43,7 @@ typedef struct dao_allocator dao_allocator;
 /**
  * @brief Statistics of an allocator.
  *
- * The struct may grow at its end in later versions. Set #struct_size to
+ * The struct may grow at its end in later versions. Set dao_allocator_stats::struct_size to
  * `sizeof(dao_allocator_stats)` before calling dao_allocator_get_stats();
  * the library fills only the fields that fit in that size, so a program
  * built against an older header keeps working with a newer library.
@@ -185,6 +185,7 @@ DAO_API dao_status dao_allocator_get_stats(dao_allocator *a,
 
 /**
  * @brief Set every peak statistic to its current value.
+ * @param[in] a The allocator.
  * @retval DAO_OK                   Done.
  * @retval DAO_ERR_INVALID_ARGUMENT @p a is NULL.
  * @par Thread safety

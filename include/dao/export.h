@@ -10,6 +10,10 @@
 #ifndef DAO_EXPORT_H
 #define DAO_EXPORT_H
 
+/**
+ * @def DAO_API
+ * @brief Marks a declaration as part of the exported libdao API.
+ */
 #ifndef DAO_API
 #  if defined(_WIN32)
 #    if defined(DAO_BUILDING_LIBRARY) && !defined(DAO_STATIC)

@@ -47,15 +47,47 @@ typedef struct dao_place {
 extern "C" {
 #endif
 
-/** @brief The host place `{DAO_PLACE_CPU, 0}`. Thread safe. */
+/**
+ * @brief The host place.
+ * @return `{DAO_PLACE_CPU, 0}`.
+ * @par Thread safety
+ * Safe to call from any thread; touches no state.
+ */
 DAO_API dao_place dao_place_cpu(void);
-/** @brief CUDA device @p device, `{DAO_PLACE_CUDA, device}`. Thread safe. */
+
+/**
+ * @brief A CUDA device's memory.
+ * @param device Device index; not checked here (use dao_place_device_count()).
+ * @return `{DAO_PLACE_CUDA, device}`.
+ * @par Thread safety
+ * Safe to call from any thread; touches no state.
+ */
 DAO_API dao_place dao_place_cuda(int device);
-/** @brief Pinned host memory `{DAO_PLACE_CUDA_PINNED, 0}`. Thread safe. */
+
+/**
+ * @brief Page-locked host memory registered with the CUDA driver.
+ * @return `{DAO_PLACE_CUDA_PINNED, 0}`.
+ * @par Thread safety
+ * Safe to call from any thread; touches no state.
+ */
 DAO_API dao_place dao_place_cuda_pinned(void);
-/** @brief Managed memory of CUDA device @p device. Thread safe. */
+
+/**
+ * @brief Managed (unified) memory associated with a CUDA device.
+ * @param device Device index; not checked here.
+ * @return `{DAO_PLACE_CUDA_MANAGED, device}`.
+ * @par Thread safety
+ * Safe to call from any thread; touches no state.
+ */
 DAO_API dao_place dao_place_cuda_managed(int device);
-/** @brief Simulated device @p device, `{DAO_PLACE_SIM, device}`. Thread safe. */
+
+/**
+ * @brief A simulated device (see sim.h).
+ * @param device Device index; not checked here.
+ * @return `{DAO_PLACE_SIM, device}`.
+ * @par Thread safety
+ * Safe to call from any thread; touches no state.
+ */
 DAO_API dao_place dao_place_sim(int device);
 
 /**
@@ -70,8 +102,8 @@ DAO_API dao_place dao_place_sim(int device);
  * @param[in]  kind  A ::dao_place_kind.
  * @param[out] count Receives the count. Unchanged on failure.
  * @retval DAO_OK                   @p count was written (possibly 0).
- * @retval DAO_ERR_INVALID_ARGUMENT @p count is NULL or @p kind is unknown.
- * @retval DAO_ERR_INVALID_ARGUMENT (SIM) `DAO_SIM_DEVICES` is malformed.
+ * @retval DAO_ERR_INVALID_ARGUMENT @p count is NULL, @p kind is unknown, or
+ *                                  (SIM) `DAO_SIM_DEVICES` is malformed.
  * @par Thread safety
  * Safe to call from any thread.
  */
@@ -102,6 +134,7 @@ DAO_API dao_status dao_place_memory_info(dao_place place, size_t *free_bytes,
 /**
  * @brief Lower-case name of a kind: "cpu", "cuda", "cuda_pinned",
  *        "cuda_managed" or "sim".
+ * @param kind Any value, including ones that are not a kind.
  * @return A static string; "unknown" for a value that is not a kind.
  * @par Thread safety
  * Safe to call from any thread.
@@ -115,6 +148,7 @@ DAO_API const char *dao_place_kind_name(dao_place_kind kind);
  * For example "CUDA driver 13.0 via libcuda.so.1, 1 device(s): …" or
  * "not available: libcuda.so.1 not found: no NVIDIA driver (…)".
  * Initialises the backend.
+ * @param kind Any value, including ones that are not a kind.
  * @return A string owned by libdao that lives until the process ends;
  *         "unknown place kind" for a value that is not a kind.
  * @par Thread safety

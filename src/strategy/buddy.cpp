@@ -66,7 +66,6 @@ buddy_strategy::buddy_strategy(system_resource& upstream, const buddy_options& o
       reserve_bookkeeping();
       grow(top_order_, false);
     }
-    update_largest_free();
   } catch (...) {
     release_free_chunks();
     throw;
@@ -117,9 +116,8 @@ void buddy_strategy::unlink_free(std::uint32_t index) noexcept {
   b.free = false;
 }
 
-void buddy_strategy::update_largest_free() noexcept {
-  counters_.largest_free_block =
-      nonempty_orders_ == 0 ? 0 : order_bytes(63 - __builtin_clzll(nonempty_orders_));
+std::size_t buddy_strategy::largest_free_block() const noexcept {
+  return nonempty_orders_ == 0 ? 0 : order_bytes(63 - __builtin_clzll(nonempty_orders_));
 }
 
 out_of_memory buddy_strategy::oom(std::size_t bytes, const char* why) const {
@@ -138,7 +136,7 @@ out_of_memory buddy_strategy::oom(std::size_t bytes, const char* why) const {
       format_bytes(counters_.reserved_bytes).c_str(),
       format_bytes(counters_.allocated_bytes).c_str(),
       format_bytes(counters_.reserved_bytes - counters_.allocated_bytes).c_str(),
-      format_bytes(counters_.largest_free_block).c_str(),
+      format_bytes(largest_free_block()).c_str(),
       options_.max_pool != 0 ? format_bytes(options_.max_pool).c_str() : "unlimited"));
 }
 
@@ -214,14 +212,15 @@ void* buddy_strategy::allocate(std::size_t bytes, dao_stream) {
   if (bytes > options_.chunk_size) return allocate_large(bytes);
   const int order = order_for(bytes);
   std::lock_guard<std::mutex> lock(mutex_);
-  reserve_bookkeeping();
-
   std::uint64_t usable = nonempty_orders_ & ~((std::uint64_t(1) << order) - 1);
   if (usable == 0) {
+    reserve_bookkeeping();
     grow(order, true);
     usable = nonempty_orders_ & ~((std::uint64_t(1) << order) - 1);
   }
   int j = __builtin_ctzll(usable);
+  // Only a split creates records; reserve before the first change.
+  if (j > order) reserve_bookkeeping();
   std::uint32_t index = free_heads_[j];
   unlink_free(index);
   while (j > order) {
@@ -237,7 +236,6 @@ void* buddy_strategy::allocate(std::size_t bytes, dao_stream) {
   b.free = false;
   b.requested = bytes;
   counters_.on_alloc(order_bytes(order), bytes);
-  update_largest_free();
   return reinterpret_cast<void*>(b.addr);
 }
 
@@ -321,7 +319,6 @@ void buddy_strategy::deallocate(void* p) {
     ++blocks_[index].order;
   }
   push_free(index);
-  update_largest_free();
 }
 
 std::size_t buddy_strategy::usable_size(const void* p) const {
@@ -352,7 +349,6 @@ std::size_t buddy_strategy::release_free_chunks() {
     c.live = false;
     spare_chunks_.push_back(ci);
   }
-  update_largest_free();
   return released;
 }
 
@@ -363,7 +359,9 @@ std::size_t buddy_strategy::trim() {
 
 allocator_counters buddy_strategy::counters() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  return counters_;
+  allocator_counters c = counters_;
+  c.largest_free_block = largest_free_block();
+  return c;
 }
 
 void buddy_strategy::reset_peaks() {

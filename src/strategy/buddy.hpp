@@ -84,7 +84,7 @@ class buddy_strategy final : public strategy {
   void grow(int order, bool may_release_idle);
   void* allocate_large(std::size_t bytes);
   std::size_t release_free_chunks();
-  void update_largest_free() noexcept;
+  std::size_t largest_free_block() const noexcept;  // derived from nonempty_orders_
   out_of_memory oom(std::size_t bytes, const char* why) const;
 
   buddy_options options_;

@@ -1,0 +1,879 @@
+/*
+ * bench_alloc: free+alloc throughput of libdao's allocators against glibc
+ * malloc, jemalloc and mimalloc, all on one pre-generated operation sequence.
+ *
+ * Workload: `slots` live blocks (default 1000) are filled, then each of
+ * `steps` steps (default 1,000,000) frees a random slot and allocates into it
+ * a size drawn log-uniformly from 64 B to 4 MiB. The first byte of every
+ * block is written. Every operation is generated from `seed` before any
+ * timing; only the steps are timed. See bench/README.md.
+ *
+ * Every allocator runs the same sequence `reps` times (default 5). The rows
+ * are timed in rounds, one repetition of every row per round, so that a slow
+ * spell of a shared machine falls on all rows alike; the median and the
+ * minimum of the repetitions are reported.
+ *
+ * jemalloc and mimalloc must not replace glibc malloc for the rest of the
+ * program, so they are dlopen()ed RTLD_LOCAL and called through dlsym(). When
+ * dlopen() is refused because the library needs static TLS (Debian's
+ * libjemalloc.so.2 does), that row runs in a child process: this program
+ * re-executed with LD_PRELOAD=<library> and the internal flag --child, which
+ * times plain malloc/free (then the preloaded allocator's) on the same
+ * sequence and writes its figures on a pipe.
+ *
+ * Exit status: 0 when every row that ran did so without error (timings never
+ * fail a run), 1 when an allocator failed, 2 for bad flags.
+ */
+#define _GNU_SOURCE /* RTLD_DEFAULT, clock_gettime, setenv */
+
+#include <dao.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifndef DAO_BENCH_BUILD_TYPE
+#define DAO_BENCH_BUILD_TYPE ""
+#endif
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define BENCH_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define BENCH_SANITIZED 1
+#endif
+#endif
+#ifndef BENCH_SANITIZED
+#define BENCH_SANITIZED 0
+#endif
+
+#define MIN_SIZE 64u
+#define MAX_SIZE (4u << 20)
+#define MAX_STEPS 1000000000ull
+#define MAX_SLOTS 1000000ull
+#define MAX_REPS 1000ull
+#define SIM_MIN_CAPACITY ((size_t)16 << 30)
+
+/* ------------------------------------------------------------------------ */
+/* Options                                                                  */
+
+typedef struct options {
+  uint64_t steps;
+  uint64_t slots;
+  uint64_t reps;
+  uint64_t seed;
+  const char *only; /* comma-separated row keys, or NULL for all */
+  const char *child; /* internal: run one preloaded row and report on stdout */
+} options;
+
+static void usage(FILE *out, const char *prog) {
+  fprintf(out,
+          "usage: %s [--steps N] [--slots N] [--reps N] [--seed N] [--quick] [--only LIST]\n"
+          "\n"
+          "Times free+alloc pairs on one pre-generated sequence: fill SLOTS live blocks,\n"
+          "then each step frees a random slot and allocates into it a size drawn\n"
+          "log-uniformly from 64 B to 4 MiB (first byte of every block written).\n"
+          "\n"
+          "  --steps N   timed steps (free+alloc pairs), default 1000000\n"
+          "  --slots N   live blocks, default 1000\n"
+          "  --reps N    repetitions per allocator; median and min are shown, default 5\n"
+          "  --seed N    seed of the operation sequence, default 42\n"
+          "  --quick     small run for CI smoke tests: 20000 steps, 3 reps\n"
+          "              (flags given explicitly still win)\n"
+          "  --only LIST run only these rows, comma-separated keys:\n"
+          "              glibc, jemalloc, mimalloc, dao-buddy, dao-default, dao-sim\n"
+          "  --help      this text\n"
+          "\n"
+          "Exit status: 0 ok (timings never fail a run), 1 an allocator failed, 2 bad flags.\n",
+          prog);
+}
+
+static void bad_flag(const char *prog, const char *fmt, ...) {
+  va_list ap;
+  fprintf(stderr, "%s: ", prog);
+  va_start(ap, fmt);
+  vfprintf(stderr, fmt, ap);
+  va_end(ap);
+  fprintf(stderr, "\nTry '%s --help'.\n", prog);
+  exit(2);
+}
+
+static uint64_t parse_count(const char *prog, const char *flag, const char *text, uint64_t lo,
+                            uint64_t hi) {
+  const char *s = text;
+  uint64_t v = 0;
+  if (*s == '\0') bad_flag(prog, "%s needs a number, got an empty string", flag);
+  for (; *s != '\0'; ++s) {
+    if (*s < '0' || *s > '9') bad_flag(prog, "%s: '%s' is not a decimal number", flag, text);
+    uint64_t digit = (uint64_t)(*s - '0');
+    if (v > (UINT64_MAX - digit) / 10) bad_flag(prog, "%s: '%s' is too large", flag, text);
+    v = v * 10 + digit;
+  }
+  if (v < lo || v > hi) {
+    bad_flag(prog, "%s: %s is out of range %llu..%llu", flag, text, (unsigned long long)lo,
+             (unsigned long long)hi);
+  }
+  return v;
+}
+
+static const char *const kRowKeys[] = {"glibc", "jemalloc", "mimalloc",
+                                      "dao-buddy", "dao-default", "dao-sim"};
+#define ROW_COUNT (sizeof kRowKeys / sizeof kRowKeys[0])
+
+static int key_known(const char *key, size_t len) {
+  for (size_t i = 0; i < ROW_COUNT; ++i)
+    if (strlen(kRowKeys[i]) == len && strncmp(kRowKeys[i], key, len) == 0) return 1;
+  return 0;
+}
+
+static int row_selected(const options *o, const char *key) {
+  if (o->only == NULL) return 1;
+  size_t klen = strlen(key);
+  for (const char *s = o->only; *s != '\0';) {
+    const char *comma = strchr(s, ',');
+    size_t len = comma != NULL ? (size_t)(comma - s) : strlen(s);
+    if (len == klen && strncmp(s, key, len) == 0) return 1;
+    s += len + (comma != NULL);
+  }
+  return 0;
+}
+
+static void parse_options(int argc, char **argv, options *o) {
+  const char *prog = argv[0];
+  int quick = 0, have_steps = 0, have_reps = 0;
+  o->steps = 1000000;
+  o->slots = 1000;
+  o->reps = 5;
+  o->seed = 42;
+  o->only = NULL;
+  o->child = NULL;
+  for (int i = 1; i < argc; ++i) {
+    const char *arg = argv[i];
+    if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
+      usage(stdout, prog);
+      exit(0);
+    }
+    if (strcmp(arg, "--quick") == 0) {
+      quick = 1;
+      continue;
+    }
+    /* Flags with a value: "--flag N" or "--flag=N". */
+    static const char *const valued[] = {"--steps", "--slots", "--reps", "--seed", "--only",
+                                         "--child"};
+    const char *value = NULL;
+    const char *flag = NULL;
+    for (size_t f = 0; f < sizeof valued / sizeof valued[0]; ++f) {
+      size_t n = strlen(valued[f]);
+      if (strncmp(arg, valued[f], n) == 0 && (arg[n] == '\0' || arg[n] == '=')) {
+        flag = valued[f];
+        if (arg[n] == '=') {
+          value = arg + n + 1;
+        } else if (i + 1 < argc) {
+          value = argv[++i];
+        } else {
+          bad_flag(prog, "%s needs a value", flag);
+        }
+        break;
+      }
+    }
+    if (flag == NULL) bad_flag(prog, "unknown argument '%s'", arg);
+    if (strcmp(flag, "--steps") == 0) {
+      o->steps = parse_count(prog, flag, value, 1, MAX_STEPS);
+      have_steps = 1;
+    } else if (strcmp(flag, "--slots") == 0) {
+      o->slots = parse_count(prog, flag, value, 1, MAX_SLOTS);
+    } else if (strcmp(flag, "--reps") == 0) {
+      o->reps = parse_count(prog, flag, value, 1, MAX_REPS);
+      have_reps = 1;
+    } else if (strcmp(flag, "--seed") == 0) {
+      o->seed = parse_count(prog, flag, value, 0, UINT64_MAX);
+    } else if (strcmp(flag, "--only") == 0) {
+      if (*value == '\0') bad_flag(prog, "--only needs at least one row key");
+      for (const char *s = value; *s != '\0';) {
+        const char *comma = strchr(s, ',');
+        size_t len = comma != NULL ? (size_t)(comma - s) : strlen(s);
+        if (!key_known(s, len)) {
+          bad_flag(prog,
+                   "--only: unknown row '%.*s' (known: glibc, jemalloc, mimalloc, dao-buddy, "
+                   "dao-default, dao-sim)",
+                   (int)len, s);
+        }
+        s += len + (comma != NULL);
+      }
+      o->only = value;
+    } else { /* --child, internal */
+      if (strcmp(value, "jemalloc") != 0 && strcmp(value, "mimalloc") != 0)
+        bad_flag(prog, "--child: unknown allocator '%s'", value);
+      o->child = value;
+    }
+  }
+  if (quick) {
+    if (!have_steps) o->steps = 20000;
+    if (!have_reps) o->reps = 3;
+  }
+}
+
+/* ------------------------------------------------------------------------ */
+/* The workload, generated before any timing                                */
+
+typedef struct workload {
+  size_t slots;
+  size_t steps;
+  uint32_t *sizes;   /* slots fill sizes, then one size per step */
+  uint32_t *victims; /* slot freed (and refilled) by each step */
+  uint64_t peak_requested; /* largest sum of live requested sizes */
+} workload;
+
+static uint64_t splitmix64(uint64_t *state) {
+  uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+/* log-uniform in [MIN_SIZE, MAX_SIZE): 2^(6 + 16u) for u uniform in [0, 1). */
+static uint32_t draw_size(uint64_t *state) {
+  double u = (double)(splitmix64(state) >> 11) * 0x1.0p-53;
+  double lo = log2((double)MIN_SIZE), hi = log2((double)MAX_SIZE);
+  uint32_t s = (uint32_t)exp2(lo + (hi - lo) * u);
+  if (s < MIN_SIZE) s = MIN_SIZE;
+  if (s > MAX_SIZE) s = MAX_SIZE;
+  return s;
+}
+
+static void *xcalloc(size_t n, size_t size) {
+  void *p = calloc(n, size);
+  if (p == NULL) {
+    fprintf(stderr, "bench_alloc: cannot allocate %zu x %zu bytes for the workload\n", n, size);
+    exit(1);
+  }
+  return p;
+}
+
+static void make_workload(const options *o, workload *w) {
+  uint64_t state = o->seed;
+  w->slots = (size_t)o->slots;
+  w->steps = (size_t)o->steps;
+  w->sizes = xcalloc(w->slots + w->steps, sizeof *w->sizes);
+  w->victims = xcalloc(w->steps, sizeof *w->victims);
+  uint64_t live = 0;
+  for (size_t i = 0; i < w->slots; ++i) {
+    w->sizes[i] = draw_size(&state);
+    live += w->sizes[i];
+  }
+  w->peak_requested = live;
+  uint32_t *current = xcalloc(w->slots, sizeof *current);
+  memcpy(current, w->sizes, w->slots * sizeof *current);
+  for (size_t k = 0; k < w->steps; ++k) {
+    uint32_t victim = (uint32_t)(((splitmix64(&state) >> 32) * (uint64_t)w->slots) >> 32);
+    uint32_t size = draw_size(&state);
+    w->victims[k] = victim;
+    w->sizes[w->slots + k] = size;
+    live = live - current[victim] + size;
+    current[victim] = size;
+    if (live > w->peak_requested) w->peak_requested = live;
+  }
+  free(current);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Allocators behind one interface, so every row pays the same indirect call */
+
+typedef struct runner {
+  void *ctx;
+  void *(*alloc)(void *ctx, size_t size); /* NULL on failure, error() says why */
+  int (*release)(void *ctx, void *p);     /* 0 on success */
+  const char *(*error)(void *ctx);
+} runner;
+
+/* glibc (or, in a --child process, whatever malloc is preloaded). */
+static void *libc_alloc(void *ctx, size_t size) {
+  (void)ctx;
+  return malloc(size);
+}
+static int libc_release(void *ctx, void *p) {
+  (void)ctx;
+  free(p);
+  return 0;
+}
+static const char *libc_error(void *ctx) {
+  (void)ctx;
+  return "malloc returned NULL";
+}
+
+/* jemalloc / mimalloc through dlsym(). */
+typedef struct dl_ctx {
+  void *(*alloc_fn)(size_t);
+  void (*free_fn)(void *);
+  const char *alloc_name;
+} dl_ctx;
+static void *dl_alloc(void *ctx, size_t size) { return ((dl_ctx *)ctx)->alloc_fn(size); }
+static int dl_release(void *ctx, void *p) {
+  ((dl_ctx *)ctx)->free_fn(p);
+  return 0;
+}
+static const char *dl_error(void *ctx) {
+  static char msg[96];
+  snprintf(msg, sizeof msg, "%s returned NULL", ((dl_ctx *)ctx)->alloc_name);
+  return msg;
+}
+
+/* libdao. The last failure's message is kept: dao_last_error() is per call. */
+static char dao_message[512];
+static void keep_dao_error(const char *what, dao_status s) {
+  snprintf(dao_message, sizeof dao_message, "%s: %s: %s", what, dao_status_string(s),
+           dao_last_error());
+}
+static const char *dao_error(void *ctx) {
+  (void)ctx;
+  return dao_message;
+}
+
+static void *dao_obj_alloc(void *ctx, size_t size) {
+  void *p = NULL;
+  dao_status s = dao_allocator_alloc((dao_allocator *)ctx, size, DAO_STREAM_DEFAULT, &p);
+  if (s != DAO_OK) keep_dao_error("dao_allocator_alloc", s);
+  return p;
+}
+static int dao_obj_release(void *ctx, void *p) {
+  dao_status s = dao_allocator_free((dao_allocator *)ctx, p);
+  if (s != DAO_OK) keep_dao_error("dao_allocator_free", s);
+  return s != DAO_OK;
+}
+
+static void *dao_place_alloc(void *ctx, size_t size) {
+  void *p = NULL;
+  dao_status s = dao_alloc(*(const dao_place *)ctx, size, &p);
+  if (s != DAO_OK) keep_dao_error("dao_alloc", s);
+  return p;
+}
+static int dao_place_release(void *ctx, void *p) {
+  dao_status s = dao_free(*(const dao_place *)ctx, p);
+  if (s != DAO_OK) keep_dao_error("dao_free", s);
+  return s != DAO_OK;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Timing                                                                   */
+
+static double now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+}
+
+static int compare_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+/* Frees every live block; returns 0, or 1 after writing the error. */
+static int drain(const runner *r, void **live, size_t slots, char *err, size_t errlen) {
+  int failed = 0;
+  for (size_t i = 0; i < slots; ++i) {
+    if (live[i] != NULL && r->release(r->ctx, live[i]) != 0 && !failed) {
+      snprintf(err, errlen, "free: %s", r->error(r->ctx));
+      failed = 1;
+    }
+    live[i] = NULL;
+  }
+  return failed;
+}
+
+/* Fills the slots, then times the steps. The blocks stay live for the caller
+   (to read statistics) until drain(). Returns 0, or 1 after writing err. */
+static int fill_and_time(const runner *r, const workload *w, void **live, double *ns_per_pair,
+                         char *err, size_t errlen) {
+  const size_t slots = w->slots, steps = w->steps;
+  const uint32_t *sizes = w->sizes;
+  const uint32_t *victims = w->victims;
+  for (size_t i = 0; i < slots; ++i) {
+    void *p = r->alloc(r->ctx, sizes[i]);
+    if (p == NULL) {
+      snprintf(err, errlen, "fill, %u bytes: %s", (unsigned)sizes[i], r->error(r->ctx));
+      return 1;
+    }
+    *(volatile unsigned char *)p = (unsigned char)i;
+    live[i] = p;
+  }
+  const double t0 = now_ns();
+  for (size_t k = 0; k < steps; ++k) {
+    const uint32_t s = victims[k];
+    if (r->release(r->ctx, live[s]) != 0) {
+      live[s] = NULL;
+      snprintf(err, errlen, "step %zu, free: %s", k, r->error(r->ctx));
+      return 1;
+    }
+    void *p = r->alloc(r->ctx, sizes[slots + k]);
+    live[s] = p;
+    if (p == NULL) {
+      snprintf(err, errlen, "step %zu, %u bytes: %s", k, (unsigned)sizes[slots + k],
+               r->error(r->ctx));
+      return 1;
+    }
+    *(volatile unsigned char *)p = (unsigned char)k;
+  }
+  const double t1 = now_ns();
+  *ns_per_pair = (t1 - t0) / (double)steps;
+  return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Rows                                                                     */
+
+enum row_state { ROW_SKIPPED, ROW_OK, ROW_UNAVAILABLE, ROW_FAILED };
+
+typedef struct row {
+  const char *key;
+  const char *label;
+  enum row_state state;
+  char note[640]; /* why unavailable / failed, or how it ran */
+  /* Rows timed in this process, one repetition per round. */
+  int in_process;
+  runner r;
+  dl_ctx dl;                /* context of a dlopen()ed allocator */
+  dao_place place;          /* context of dao_alloc() */
+  dao_allocator *stats_of;  /* libdao: statistics are read here */
+  dao_allocator *owned;     /* libdao: destroyed at the end */
+  double *times;            /* ns/pair of each repetition */
+  /* Results. */
+  double median_ns, min_ns;
+  int have_stats;
+  dao_allocator_stats end_of_steps; /* libdao: at the end of the last rep's steps */
+  dao_allocator_stats final_stats;  /* libdao: after everything was freed */
+} row;
+
+static void set_note(row *out, enum row_state state, const char *fmt, ...) {
+  va_list ap;
+  out->state = state;
+  va_start(ap, fmt);
+  vsnprintf(out->note, sizeof out->note, fmt, ap);
+  va_end(ap);
+}
+
+static void use_runner(row *out, void *ctx, void *(*alloc)(void *, size_t),
+                       int (*release)(void *, void *), const char *(*error)(void *),
+                       uint64_t reps) {
+  out->r.ctx = ctx;
+  out->r.alloc = alloc;
+  out->r.release = release;
+  out->r.error = error;
+  out->times = xcalloc((size_t)reps, sizeof *out->times);
+  out->in_process = 1;
+  out->state = ROW_OK;
+}
+
+/* One repetition: fill, timed steps, statistics (last rep), drain. */
+static void run_rep(row *out, const workload *w, void **live, uint64_t rep, uint64_t reps) {
+  char err[512] = "";
+  int failed = fill_and_time(&out->r, w, live, &out->times[rep], err, sizeof err);
+  if (!failed && out->stats_of != NULL && rep + 1 == reps) {
+    out->end_of_steps.struct_size = sizeof out->end_of_steps;
+    dao_status s = dao_allocator_get_stats(out->stats_of, &out->end_of_steps);
+    if (s != DAO_OK) {
+      keep_dao_error("dao_allocator_get_stats", s);
+      snprintf(err, sizeof err, "%s", dao_message);
+      failed = 1;
+    }
+  }
+  char drain_err[512] = "";
+  if (drain(&out->r, live, w->slots, drain_err, sizeof drain_err) && !failed) {
+    snprintf(err, sizeof err, "%s", drain_err);
+    failed = 1;
+  }
+  if (failed) {
+    set_note(out, ROW_FAILED, "error (rep %llu): %s", (unsigned long long)rep + 1, err);
+    out->in_process = 0;
+  }
+}
+
+static void summarise(row *out, uint64_t reps) {
+  qsort(out->times, (size_t)reps, sizeof *out->times, compare_double);
+  out->min_ns = out->times[0];
+  out->median_ns = reps % 2 == 1 ? out->times[reps / 2]
+                                 : 0.5 * (out->times[reps / 2 - 1] + out->times[reps / 2]);
+}
+
+/* After the rounds: figures, final statistics, and giving memory back. */
+static void finish_row(row *out, uint64_t reps) {
+  if (out->in_process && out->state == ROW_OK) {
+    summarise(out, reps);
+    if (out->stats_of != NULL) {
+      out->final_stats.struct_size = sizeof out->final_stats;
+      dao_status s = dao_allocator_get_stats(out->stats_of, &out->final_stats);
+      if (s != DAO_OK) {
+        set_note(out, ROW_FAILED, "error: dao_allocator_get_stats: %s: %s",
+                 dao_status_string(s), dao_last_error());
+      } else if (out->final_stats.live_blocks != 0) {
+        set_note(out, ROW_FAILED, "error: %llu block(s) still live after every block was freed",
+                 (unsigned long long)out->final_stats.live_blocks);
+      } else {
+        out->have_stats = 1;
+      }
+    }
+  }
+  if (out->stats_of != NULL) dao_allocator_trim(out->stats_of, NULL);
+  if (out->owned != NULL) {
+    dao_status s = dao_allocator_destroy(out->owned);
+    if (s != DAO_OK && out->state == ROW_OK) {
+      set_note(out, ROW_FAILED, "error: dao_allocator_destroy: %s: %s", dao_status_string(s),
+               dao_last_error());
+    }
+    out->owned = NULL;
+  }
+  free(out->times);
+  out->times = NULL;
+}
+
+static void prepare_libc(row *out, uint64_t reps) {
+  use_runner(out, NULL, libc_alloc, libc_release, libc_error, reps);
+  snprintf(out->note, sizeof out->note, "malloc/free");
+}
+
+/* Converts a dlsym() result to a function pointer without a cast between
+   object and function pointers. */
+static void *lookup(void *handle, const char *name) { return dlsym(handle, name); }
+
+static void run_child_row(row *out, const char *key, const char *library, const options *o);
+
+static void prepare_dlopen(row *out, const char *library, const char *alloc_name,
+                           const char *free_name, const options *o) {
+  if (BENCH_SANITIZED) {
+    set_note(out, ROW_UNAVAILABLE,
+             "not available (skipped in a sanitizer build: a second malloc confuses it)");
+    return;
+  }
+  void *handle = dlopen(library, RTLD_LOCAL | RTLD_NOW);
+  if (handle == NULL) {
+    const char *why = dlerror();
+    if (why != NULL && strstr(why, "static TLS") != NULL) {
+      run_child_row(out, out->key, library, o);
+      return;
+    }
+    set_note(out, ROW_UNAVAILABLE, "not available (%s)", why != NULL ? why : "dlopen failed");
+    return;
+  }
+  /* The handle stays open until exit: unloading an allocator is never safe. */
+  void *a = lookup(handle, alloc_name);
+  void *f = lookup(handle, free_name);
+  if (a == NULL || f == NULL) {
+    set_note(out, ROW_UNAVAILABLE, "not available (%s has no %s)", library,
+             a == NULL ? alloc_name : free_name);
+    return;
+  }
+  memcpy(&out->dl.alloc_fn, &a, sizeof a);
+  memcpy(&out->dl.free_fn, &f, sizeof f);
+  out->dl.alloc_name = alloc_name;
+  use_runner(out, &out->dl, dl_alloc, dl_release, dl_error, o->reps);
+  snprintf(out->note, sizeof out->note, "dlopen(%s), %s/%s", library, alloc_name, free_name);
+}
+
+/* The static-TLS fallback: this program again, with LD_PRELOAD=library, run
+   to completion before the rounds of the other rows. */
+static void run_child_row(row *out, const char *key, const char *library, const options *o) {
+  char self[4096];
+  ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n <= 0) {
+    set_note(out, ROW_UNAVAILABLE,
+             "not available (dlopen needs static TLS and /proc/self/exe is unreadable)");
+    return;
+  }
+  self[n] = '\0';
+  char steps[24], slots[24], reps[24], seed[24];
+  snprintf(steps, sizeof steps, "%llu", (unsigned long long)o->steps);
+  snprintf(slots, sizeof slots, "%llu", (unsigned long long)o->slots);
+  snprintf(reps, sizeof reps, "%llu", (unsigned long long)o->reps);
+  snprintf(seed, sizeof seed, "%llu", (unsigned long long)o->seed);
+  char *args[] = {self,   "--child", (char *)key, "--steps", steps, "--slots", slots,
+                  "--reps", reps,    "--seed",    seed,      NULL};
+  int fds[2];
+  if (pipe(fds) != 0) {
+    set_note(out, ROW_FAILED, "error: pipe: %s", strerror(errno));
+    return;
+  }
+  fflush(stdout);
+  fflush(stderr);
+  pid_t pid = fork();
+  if (pid < 0) {
+    close(fds[0]);
+    close(fds[1]);
+    set_note(out, ROW_FAILED, "error: fork: %s", strerror(errno));
+    return;
+  }
+  if (pid == 0) {
+    close(fds[0]);
+    if (dup2(fds[1], STDOUT_FILENO) < 0) _exit(127);
+    close(fds[1]);
+    setenv("LD_PRELOAD", library, 1);
+    execv(self, args);
+    printf("CHILD-ERROR exec %s: %s\n", self, strerror(errno));
+    fflush(stdout);
+    _exit(127);
+  }
+  close(fds[1]);
+  char buf[2048];
+  size_t len = 0;
+  for (;;) {
+    ssize_t got = read(fds[0], buf + len, sizeof buf - 1 - len);
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) break;
+    len += (size_t)got;
+    if (len == sizeof buf - 1) break;
+  }
+  buf[len] = '\0';
+  close(fds[0]);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  double median = 0, min = 0;
+  const char *result = strstr(buf, "CHILD-RESULT ");
+  const char *error = strstr(buf, "CHILD-ERROR ");
+  if (result != NULL && WIFEXITED(status) && WEXITSTATUS(status) == 0 &&
+      sscanf(result, "CHILD-RESULT %lf %lf", &median, &min) == 2) {
+    out->median_ns = median;
+    out->min_ns = min;
+    set_note(out, ROW_OK, "child process with LD_PRELOAD=%s (dlopen refused: static TLS)",
+             library);
+    return;
+  }
+  if (error != NULL) {
+    int elen = (int)strcspn(error + 12, "\n");
+    if (strncmp(error + 12, "not available", 13) == 0)
+      set_note(out, ROW_UNAVAILABLE, "%.*s", elen, error + 12);
+    else
+      set_note(out, ROW_FAILED, "error (child process): %.*s", elen, error + 12);
+    return;
+  }
+  if (WIFSIGNALED(status)) {
+    set_note(out, ROW_FAILED, "error: child process with LD_PRELOAD=%s killed by signal %d",
+             library, WTERMSIG(status));
+  } else {
+    set_note(out, ROW_FAILED, "error: child process with LD_PRELOAD=%s exited with status %d "
+             "and no result", library, WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+  }
+}
+
+/* Inside the child: malloc/free are the preloaded allocator's. */
+static int child_main(const options *o) {
+  const char *marker = strcmp(o->child, "jemalloc") == 0 ? "mallocx" : "mi_malloc";
+  if (dlsym(RTLD_DEFAULT, marker) == NULL) {
+    printf("CHILD-ERROR not available (LD_PRELOAD did not load %s: no symbol %s)\n", o->child,
+           marker);
+    return 1;
+  }
+  workload w;
+  make_workload(o, &w);
+  row r;
+  memset(&r, 0, sizeof r);
+  r.key = o->child;
+  r.label = o->child;
+  prepare_libc(&r, o->reps);
+  void **live = xcalloc(w.slots, sizeof *live);
+  fprintf(stderr, "  %s (child process, LD_PRELOAD):", o->child);
+  for (uint64_t rep = 0; rep < o->reps && r.state == ROW_OK; ++rep) {
+    run_rep(&r, &w, live, rep, o->reps);
+    if (r.state == ROW_OK) fprintf(stderr, " %.1f", r.times[rep]);
+  }
+  fprintf(stderr, "\n");
+  if (r.state != ROW_OK) {
+    printf("CHILD-ERROR %s\n", r.note);
+    return 1;
+  }
+  summarise(&r, o->reps);
+  printf("CHILD-RESULT %.6f %.6f\n", r.median_ns, r.min_ns);
+  return 0;
+}
+
+static void prepare_dao_object(row *out, dao_place place, const char *what, uint64_t reps) {
+  dao_allocator *a = NULL;
+  dao_status s = dao_allocator_create(place, "buddy", NULL, &a);
+  if (s != DAO_OK) {
+    set_note(out, s == DAO_ERR_NO_DEVICE ? ROW_UNAVAILABLE : ROW_FAILED,
+             "%s(dao_allocator_create on %s: %s: %s)",
+             s == DAO_ERR_NO_DEVICE ? "not available " : "error ", what, dao_status_string(s),
+             dao_last_error());
+    return;
+  }
+  out->owned = a;
+  out->stats_of = a;
+  use_runner(out, a, dao_obj_alloc, dao_obj_release, dao_error, reps);
+  const char *config = NULL;
+  if (dao_allocator_info(a, NULL, NULL, &config) != DAO_OK || config == NULL) config = "?";
+  snprintf(out->note, sizeof out->note, "buddy on %s: %s", what, config);
+}
+
+static void prepare_dao_default(row *out, uint64_t reps) {
+  out->place = dao_place_cpu();
+  dao_allocator *a = NULL;
+  dao_status s = dao_place_allocator(out->place, &a);
+  if (s != DAO_OK) {
+    set_note(out, ROW_FAILED, "error (dao_place_allocator: %s: %s)", dao_status_string(s),
+             dao_last_error());
+    return;
+  }
+  dao_allocator_reset_peak_stats(a);
+  out->stats_of = a;
+  use_runner(out, &out->place, dao_place_alloc, dao_place_release, dao_error, reps);
+  const char *strategy = NULL, *config = NULL;
+  if (dao_allocator_info(a, NULL, &strategy, &config) != DAO_OK) strategy = config = NULL;
+  snprintf(out->note, sizeof out->note, "dao_alloc(cpu), default %s: %s",
+           strategy != NULL ? strategy : "?", config != NULL ? config : "?");
+}
+
+/* ------------------------------------------------------------------------ */
+/* Output                                                                   */
+
+static const char *format_bytes(double bytes, char *buf, size_t len) {
+  static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  while (bytes >= 1024.0 && u < 4) {
+    bytes /= 1024.0;
+    ++u;
+  }
+  snprintf(buf, len, bytes == floor(bytes) ? "%.0f %s" : "%.1f %s", bytes, units[u]);
+  return buf;
+}
+
+static int is_optimised_build_type(const char *t) {
+  return strcmp(t, "Release") == 0 || strcmp(t, "RelWithDebInfo") == 0 ||
+         strcmp(t, "MinSizeRel") == 0;
+}
+
+int main(int argc, char **argv) {
+  options o;
+  parse_options(argc, argv, &o);
+  if (o.child != NULL) return child_main(&o);
+
+  const char *build_type = DAO_BENCH_BUILD_TYPE[0] != '\0' ? DAO_BENCH_BUILD_TYPE : "unknown";
+#ifdef NDEBUG
+  const char *ndebug = "NDEBUG";
+#else
+  const char *ndebug = "no NDEBUG";
+#endif
+  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  char b1[32], b2[32];
+  printf("bench_alloc: libdao %s, build %s (%s)%s\n", dao_version_string(), build_type, ndebug,
+         BENCH_SANITIZED ? ", sanitizers on" : "");
+  printf("config: %ld cpus online, steps %llu, slots %llu, reps %llu, seed %llu, sizes %s..%s "
+         "log-uniform\n",
+         cpus, (unsigned long long)o.steps, (unsigned long long)o.slots,
+         (unsigned long long)o.reps, (unsigned long long)o.seed,
+         format_bytes(MIN_SIZE, b1, sizeof b1), format_bytes(MAX_SIZE, b2, sizeof b2));
+  if (!is_optimised_build_type(build_type) || BENCH_SANITIZED) {
+    printf("WARNING: built as '%s'%s; optimisation may be off and the timings are not "
+           "representative (configure with -DCMAKE_BUILD_TYPE=Release)\n",
+           build_type, BENCH_SANITIZED ? " with sanitizers" : "");
+  }
+  fflush(stdout);
+
+  workload w;
+  make_workload(&o, &w);
+
+  /* The SIM device must hold the workload with room for buddy rounding. */
+  size_t sim_capacity = SIM_MIN_CAPACITY;
+  while (sim_capacity / 4 < w.peak_requested && sim_capacity < ((size_t)1 << 50))
+    sim_capacity *= 2;
+
+  row rows[ROW_COUNT];
+  memset(rows, 0, sizeof rows);
+  static const char *const labels[ROW_COUNT] = {"glibc malloc",     "jemalloc",
+                                                "mimalloc",         "libdao buddy (cpu)",
+                                                "libdao dao_alloc", "libdao buddy (sim)"};
+  for (size_t i = 0; i < ROW_COUNT; ++i) {
+    rows[i].key = kRowKeys[i];
+    rows[i].label = labels[i];
+    rows[i].state = ROW_SKIPPED;
+  }
+
+  /* Set every row up (the child-process rows run to completion here), then
+     time in rounds: each round runs one repetition of every in-process row,
+     so that a slow spell of the machine falls on all rows alike. */
+  fprintf(stderr, "timing, ns/pair of each repetition:\n");
+  if (row_selected(&o, "glibc")) prepare_libc(&rows[0], o.reps);
+  if (row_selected(&o, "jemalloc"))
+    prepare_dlopen(&rows[1], "libjemalloc.so.2", "malloc", "free", &o);
+  if (row_selected(&o, "mimalloc"))
+    prepare_dlopen(&rows[2], "libmimalloc.so.2", "mi_malloc", "mi_free", &o);
+  if (row_selected(&o, "dao-buddy")) prepare_dao_object(&rows[3], dao_place_cpu(), "cpu", o.reps);
+  if (row_selected(&o, "dao-default")) prepare_dao_default(&rows[4], o.reps);
+  if (row_selected(&o, "dao-sim")) {
+    dao_status s = dao_sim_configure(1, &sim_capacity);
+    if (s != DAO_OK) {
+      set_note(&rows[5], ROW_UNAVAILABLE, "not available (dao_sim_configure: %s: %s)",
+               dao_status_string(s), dao_last_error());
+    } else {
+      char where[64];
+      snprintf(where, sizeof where, "sim:0 of %s",
+               format_bytes((double)sim_capacity, b1, sizeof b1));
+      prepare_dao_object(&rows[5], dao_place_sim(0), where, o.reps);
+    }
+  }
+  void **live = xcalloc(w.slots, sizeof *live);
+  for (uint64_t rep = 0; rep < o.reps; ++rep) {
+    fprintf(stderr, "  round %llu/%llu:", (unsigned long long)rep + 1,
+            (unsigned long long)o.reps);
+    for (size_t i = 0; i < ROW_COUNT; ++i) {
+      row *r = &rows[i];
+      if (!r->in_process || r->state != ROW_OK) continue;
+      run_rep(r, &w, live, rep, o.reps);
+      if (r->state == ROW_OK)
+        fprintf(stderr, " %s %.1f", r->key, r->times[rep]);
+      else
+        fprintf(stderr, " %s FAILED", r->key);
+      fflush(stderr);
+    }
+    fprintf(stderr, "\n");
+  }
+  free(live);
+  for (size_t i = 0; i < ROW_COUNT; ++i) finish_row(&rows[i], o.reps);
+
+  const double glibc = rows[0].state == ROW_OK ? rows[0].median_ns : 0.0;
+  printf("\n%-22s %17s %9s %15s  %s\n", "allocator", "ns/pair (median)", "min",
+         "ratio to glibc", "notes");
+  int failures = 0;
+  for (size_t i = 0; i < ROW_COUNT; ++i) {
+    const row *r = &rows[i];
+    if (r->state == ROW_SKIPPED) continue;
+    if (r->state == ROW_OK) {
+      char ratio[32] = "-";
+      if (glibc > 0) snprintf(ratio, sizeof ratio, "%.2f", r->median_ns / glibc);
+      printf("%-22s %17.1f %9.1f %15s  %s\n", r->label, r->median_ns, r->min_ns, ratio, r->note);
+    } else {
+      printf("%-22s %s\n", r->label, r->note);
+      if (r->state == ROW_FAILED) ++failures;
+    }
+  }
+
+  int any_stats = 0;
+  for (size_t i = 0; i < ROW_COUNT; ++i) any_stats |= rows[i].have_stats;
+  if (any_stats) {
+    char b3[32];
+    printf("\nlibdao memory (dao_allocator_get_stats); the workload's peak requested is %s\n",
+           format_bytes((double)w.peak_requested, b1, sizeof b1));
+    printf("%-22s %15s %17s %15s %10s\n", "allocator", "peak reserved", "allocated at end",
+           "final allocated", "overhead");
+    for (size_t i = 0; i < ROW_COUNT; ++i) {
+      const row *r = &rows[i];
+      if (!r->have_stats) continue;
+      double overhead = (double)r->final_stats.peak_reserved_bytes / (double)w.peak_requested;
+      printf("%-22s %15s %17s %15s %9.2fx\n", r->label,
+             format_bytes((double)r->final_stats.peak_reserved_bytes, b1, sizeof b1),
+             format_bytes((double)r->end_of_steps.allocated_bytes, b2, sizeof b2),
+             format_bytes((double)r->final_stats.allocated_bytes, b3, sizeof b3), overhead);
+    }
+    printf("(allocated at end: block bytes live after the last rep's steps; final allocated:\n"
+           " after every block was freed; overhead: peak reserved / peak requested)\n");
+  }
+  if (failures != 0) printf("\n%d allocator(s) failed; see the rows above\n", failures);
+  free(w.sizes);
+  free(w.victims);
+  return failures != 0 ? 1 : 0;
+}
