@@ -2,7 +2,7 @@
  * place this machine has, so a new strategy or backend gets them for free. */
 #include "dao_test.h"
 
-static const char *const strategies[] = {"buddy", "system"};
+static const char *const strategies[] = {"buddy", "caching", "system"};
 
 typedef struct {
   dao_place places[64];

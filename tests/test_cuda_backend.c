@@ -102,6 +102,15 @@ static void test_none_every_call_gives_no_device(void **state) {
     assert_int_equal(free_bytes, 7);
     assert_int_equal(total_bytes, 7);
     expect_no_device(dao_place_allocator(places[i], &a));
+    {
+      dao_stream stream = (dao_stream)&dummy;
+      dao_event event = (dao_event)&dummy;
+      expect_no_device(dao_stream_create(places[i], &stream));
+      expect_no_device(dao_stream_wrap(places[i], NULL, &stream));
+      expect_no_device(dao_event_create(places[i], &event));
+      assert_ptr_equal(stream, (dao_stream)&dummy);
+      assert_ptr_equal(event, (dao_event)&dummy);
+    }
     for (j = 0; j < sizeof strategies / sizeof strategies[0]; ++j) {
       expect_no_device(dao_allocator_create(places[i], strategies[j], NULL, &a));
       assert_ptr_equal(a, (dao_allocator *)&dummy);
@@ -134,6 +143,10 @@ static struct {
   int (*primary_ctx_release)(int);
   int (*ctx_push)(void *);
   int (*ctx_pop)(void **);
+  long (*live_streams)(void);
+  long (*live_events)(void);
+  void *(*stream_create)(int);
+  int (*stream_destroy)(void *);
 } fake;
 
 static size_t device_capacity;
@@ -175,6 +188,10 @@ static int setup_fake(void **state) {
   *(void **)&fake.primary_ctx_release = fake_symbol(handle, "cuDevicePrimaryCtxRelease_v2");
   *(void **)&fake.ctx_push = fake_symbol(handle, "cuCtxPushCurrent_v2");
   *(void **)&fake.ctx_pop = fake_symbol(handle, "cuCtxPopCurrent_v2");
+  *(void **)&fake.live_streams = fake_symbol(handle, "fake_cuda_live_streams");
+  *(void **)&fake.live_events = fake_symbol(handle, "fake_cuda_live_events");
+  *(void **)&fake.stream_create = fake_symbol(handle, "fake_cuda_stream_create");
+  *(void **)&fake.stream_destroy = fake_symbol(handle, "fake_cuda_stream_destroy");
   /* Plain byte counts here (the fake also takes K/M/G suffixes). */
   device_capacity = env_bytes("FAKE_CUDA_CAPACITY");
   fail_size = env_bytes("FAKE_CUDA_FAIL_SIZE");
@@ -506,6 +523,209 @@ static void test_fake_threads(void **state) {
   trim_place_defaults();
 }
 
+/* ---- streams and events on the fake driver ---- */
+
+/* Blocks a stream until the test opens it (see test_stream.c). */
+struct gate {
+  pthread_mutex_t mutex;
+  pthread_cond_t changed;
+  int entered;
+  int open;
+};
+
+static void gate_init(struct gate *g) {
+  pthread_mutex_init(&g->mutex, NULL);
+  pthread_cond_init(&g->changed, NULL);
+  g->entered = 0;
+  g->open = 0;
+}
+
+static void gate_fn(void *user_data) {
+  struct gate *g = (struct gate *)user_data;
+  pthread_mutex_lock(&g->mutex);
+  g->entered = 1;
+  pthread_cond_broadcast(&g->changed);
+  while (!g->open) pthread_cond_wait(&g->changed, &g->mutex);
+  pthread_mutex_unlock(&g->mutex);
+}
+
+static void gate_wait_entered(struct gate *g) {
+  pthread_mutex_lock(&g->mutex);
+  while (!g->entered) pthread_cond_wait(&g->changed, &g->mutex);
+  pthread_mutex_unlock(&g->mutex);
+}
+
+static void gate_open(struct gate *g) {
+  pthread_mutex_lock(&g->mutex);
+  g->open = 1;
+  pthread_cond_broadcast(&g->changed);
+  pthread_mutex_unlock(&g->mutex);
+}
+
+static void gate_destroy(struct gate *g) {
+  pthread_cond_destroy(&g->changed);
+  pthread_mutex_destroy(&g->mutex);
+}
+
+static void count_fn(void *user_data) { ++*(int *)user_data; }
+
+static int stream_idle(dao_stream s) {
+  int idle = -1;
+  assert_int_equal(dao_stream_query(s, &idle), DAO_OK);
+  return idle;
+}
+
+static int event_done(dao_event e) {
+  int done = -1;
+  assert_int_equal(dao_event_query(e, &done), DAO_OK);
+  return done;
+}
+
+/* Copies host -> place -> host on one stream, a host function between;
+   the driver's streams are asynchronous, so a blocked host function keeps
+   the stream and an event behind it pending. */
+static void test_fake_streams(void **state) {
+  enum { kBytes = 64 * 1024 };
+  size_t i;
+  (void)state;
+  for (i = 0; i < FAKE_PLACE_COUNT; ++i) {
+    const dao_place place = fake_places[i].place;
+    const long streams0 = fake.live_streams(), events0 = fake.live_events();
+    dao_stream a = NULL, b = NULL;
+    dao_event e = NULL;
+    dao_place where;
+    void *native = NULL, *mem = NULL;
+    unsigned char *in = (unsigned char *)malloc(kBytes), *out = (unsigned char *)malloc(kBytes);
+    struct gate g;
+    int count = 0, k;
+    assert_non_null(in);
+    assert_non_null(out);
+    for (k = 0; k < kBytes; ++k) in[k] = (unsigned char)(k * 7 + (int)i);
+    memset(out, 0, kBytes);
+    gate_init(&g);
+
+    assert_int_equal(dao_stream_create(place, &a), DAO_OK);
+    assert_int_equal(dao_stream_create(place, &b), DAO_OK);
+    assert_int_equal(fake.live_streams(), streams0 + 2);
+    assert_int_equal(dao_stream_native(a, &native), DAO_OK);
+    assert_non_null(native);
+    assert_int_equal(dao_stream_place(a, &where), DAO_OK);
+    assert_int_equal(where.kind, place.kind);
+    assert_int_equal(where.device, place.device);
+    assert_int_equal(dao_event_create(place, &e), DAO_OK);
+    assert_int_equal(fake.live_events(), events0 + 1);
+    assert_int_equal(event_done(e), 1); /* a new event counts as completed */
+    assert_int_equal(dao_alloc(place, kBytes, &mem), DAO_OK);
+
+    assert_int_equal(dao_launch_host_func(a, gate_fn, &g), DAO_OK);
+    assert_int_equal(dao_memcpy_async(mem, in, kBytes, a), DAO_OK);
+    assert_int_equal(dao_launch_host_func(a, count_fn, &count), DAO_OK);
+    assert_int_equal(dao_event_record(e, a), DAO_OK);
+    assert_int_equal(dao_stream_wait_event(b, e), DAO_OK);
+    assert_int_equal(dao_memcpy_async(out, mem, kBytes, b), DAO_OK);
+    gate_wait_entered(&g);
+    assert_int_equal(stream_idle(a), 0);
+    assert_int_equal(stream_idle(b), 0);
+    assert_int_equal(event_done(e), 0);
+    assert_int_equal(count, 0);
+    assert_context_balanced();
+    gate_open(&g);
+    assert_int_equal(dao_event_synchronize(e), DAO_OK);
+    assert_int_equal(event_done(e), 1);
+    assert_int_equal(count, 1);
+    assert_int_equal(dao_stream_synchronize(b), DAO_OK);
+    assert_int_equal(stream_idle(b), 1);
+    assert_memory_equal(out, in, kBytes);
+    /* The default stream: an event recorded on it is complete at once. */
+    assert_int_equal(dao_event_record(e, NULL), DAO_OK);
+    assert_int_equal(event_done(e), 1);
+    assert_int_equal(dao_stream_wait_event(NULL, e), DAO_OK);
+    assert_context_balanced();
+
+    assert_int_equal(dao_free(place, mem), DAO_OK);
+    assert_int_equal(dao_stream_destroy(a), DAO_OK);
+    assert_int_equal(dao_stream_destroy(b), DAO_OK);
+    assert_int_equal(dao_event_destroy(e), DAO_OK);
+    assert_int_equal(fake.live_streams(), streams0);
+    assert_int_equal(fake.live_events(), events0);
+    assert_context_balanced();
+    gate_destroy(&g);
+    free(in);
+    free(out);
+  }
+  trim_place_defaults();
+}
+
+/* dao_stream_wrap adopts a caller's CUstream and leaves it alive. */
+static void test_fake_wrapped_stream(void **state) {
+  void *native = fake.stream_create(1), *got = NULL;
+  const long streams0 = fake.live_streams();
+  dao_stream s = NULL;
+  dao_event e = NULL;
+  int count = 0;
+  char src[32] = "through a wrapped stream", dst[32];
+  (void)state;
+  assert_non_null(native);
+  memset(dst, 0, sizeof dst);
+  assert_int_equal(dao_stream_wrap(dao_place_cuda(1), native, &s), DAO_OK);
+  assert_int_equal(dao_stream_native(s, &got), DAO_OK);
+  assert_ptr_equal(got, native);
+  assert_int_equal(dao_event_create(dao_place_cuda(1), &e), DAO_OK);
+  assert_int_equal(dao_memcpy_async(dst, src, sizeof src, s), DAO_OK);
+  assert_int_equal(dao_launch_host_func(s, count_fn, &count), DAO_OK);
+  assert_int_equal(dao_event_record(e, s), DAO_OK);
+  assert_int_equal(dao_event_synchronize(e), DAO_OK);
+  assert_int_equal(count, 1);
+  assert_string_equal(dst, src);
+  assert_int_equal(dao_stream_destroy(s), DAO_OK);
+  assert_int_equal(fake.live_streams(), streams0); /* still the caller's */
+  assert_int_equal(fake.stream_destroy(native), 0);
+  assert_int_equal(fake.live_streams(), streams0 - 1);
+
+  /* NULL: the legacy default stream, which runs the work at once here. */
+  count = 0;
+  assert_int_equal(dao_stream_wrap(dao_place_cuda(0), NULL, &s), DAO_OK);
+  assert_int_equal(dao_stream_native(s, &got), DAO_OK);
+  assert_null(got);
+  assert_int_equal(dao_launch_host_func(s, count_fn, &count), DAO_OK);
+  assert_int_equal(dao_stream_synchronize(s), DAO_OK);
+  assert_int_equal(count, 1);
+  assert_int_equal(dao_stream_destroy(s), DAO_OK);
+  assert_int_equal(dao_event_destroy(e), DAO_OK);
+  assert_context_balanced();
+}
+
+static void test_fake_stream_bad_input(void **state) {
+  dao_stream s0 = NULL, s1 = NULL, s = (dao_stream)&state;
+  dao_event e1 = NULL, e = (dao_event)&state;
+  char buf[64];
+  (void)state;
+  assert_int_equal(dao_stream_create(dao_place_cuda(2), &s), DAO_ERR_NO_DEVICE);
+  assert_contains(dao_last_error(), "does not exist: the driver reports 2 device(s)");
+  assert_int_equal(dao_stream_wrap(dao_place_cuda(2), NULL, &s), DAO_ERR_NO_DEVICE);
+  assert_int_equal(dao_event_create(dao_place_cuda_managed(2), &e), DAO_ERR_NO_DEVICE);
+  assert_int_equal(dao_stream_create(dao_place_cuda(0), NULL), DAO_ERR_INVALID_ARGUMENT);
+  assert_ptr_equal(s, (dao_stream)&state);
+  assert_ptr_equal(e, (dao_event)&state);
+
+  assert_int_equal(dao_stream_create(dao_place_cuda(0), &s0), DAO_OK);
+  assert_int_equal(dao_stream_create(dao_place_cuda(1), &s1), DAO_OK);
+  assert_int_equal(dao_event_create(dao_place_cuda(1), &e1), DAO_OK);
+  /* Places must match: cuda:0 is not cuda:1, nor cuda_managed:1. */
+  assert_int_equal(dao_event_record(e1, s0), DAO_ERR_INVALID_ARGUMENT);
+  assert_contains(dao_last_error(), "the stream is on cuda:0 but the event is on cuda:1");
+  assert_int_equal(dao_stream_wait_event(s0, e1), DAO_ERR_INVALID_ARGUMENT);
+  assert_int_equal(dao_memcpy_async(buf, buf + 8, 16, s0), DAO_ERR_INVALID_ARGUMENT);
+  assert_int_equal(dao_launch_host_func(s1, NULL, NULL), DAO_ERR_INVALID_ARGUMENT);
+  assert_int_equal(dao_event_record(e1, s1), DAO_OK);
+  assert_int_equal(dao_stream_wait_event(s1, e1), DAO_OK);
+  assert_int_equal(dao_stream_synchronize(s1), DAO_OK);
+  assert_int_equal(dao_stream_destroy(s0), DAO_OK);
+  assert_int_equal(dao_stream_destroy(s1), DAO_OK);
+  assert_int_equal(dao_event_destroy(e1), DAO_OK);
+  assert_context_balanced();
+}
+
 /* Last: whatever ran before, each device's primary context was retained
    exactly once by libdao. */
 static void test_fake_retained_once(void **state) {
@@ -595,6 +815,68 @@ static void test_driver_out_of_memory(void **state) {
   assert_int_equal(dao_allocator_destroy(a), DAO_OK);
 }
 
+/* Streams and events on a real GPU: pinned -> device -> pinned across two
+   streams ordered by an event, with a host function holding the first. */
+static void test_driver_streams(void **state) {
+  const size_t bytes = 4 * MiB;
+  dao_stream a = NULL, b = NULL, legacy = NULL;
+  dao_event e = NULL;
+  unsigned char *in = NULL, *out = NULL;
+  void *dev = NULL, *native = NULL;
+  struct gate g;
+  int count = 0;
+  size_t k;
+  (void)state;
+  if (driver_devices == 0) skip();
+  gate_init(&g);
+  assert_int_equal(dao_alloc(dao_place_cuda(0), bytes, &dev), DAO_OK);
+  assert_int_equal(dao_alloc(dao_place_cuda_pinned(), bytes, (void **)&in), DAO_OK);
+  assert_int_equal(dao_alloc(dao_place_cuda_pinned(), bytes, (void **)&out), DAO_OK);
+  for (k = 0; k < bytes; ++k) in[k] = (unsigned char)(k * 13 + 1);
+  memset(out, 0, bytes);
+  assert_int_equal(dao_stream_create(dao_place_cuda(0), &a), DAO_OK);
+  assert_int_equal(dao_stream_create(dao_place_cuda(0), &b), DAO_OK);
+  assert_int_equal(dao_stream_native(a, &native), DAO_OK);
+  assert_non_null(native);
+  assert_int_equal(dao_event_create(dao_place_cuda(0), &e), DAO_OK);
+  assert_int_equal(event_done(e), 1);
+
+  assert_int_equal(dao_launch_host_func(a, gate_fn, &g), DAO_OK);
+  assert_int_equal(dao_memcpy_async(dev, in, bytes, a), DAO_OK);
+  assert_int_equal(dao_launch_host_func(a, count_fn, &count), DAO_OK);
+  assert_int_equal(dao_event_record(e, a), DAO_OK);
+  assert_int_equal(dao_stream_wait_event(b, e), DAO_OK);
+  assert_int_equal(dao_memcpy_async(out, dev, bytes, b), DAO_OK);
+  gate_wait_entered(&g);
+  assert_int_equal(stream_idle(a), 0);
+  assert_int_equal(stream_idle(b), 0);
+  assert_int_equal(event_done(e), 0);
+  gate_open(&g);
+  assert_int_equal(dao_stream_synchronize(b), DAO_OK);
+  assert_int_equal(stream_idle(b), 1);
+  assert_int_equal(event_done(e), 1);
+  assert_int_equal(count, 1);
+  assert_memory_equal(out, in, bytes);
+
+  assert_int_equal(dao_event_record(e, NULL), DAO_OK);
+  assert_int_equal(event_done(e), 1);
+  /* The legacy default stream, wrapped. */
+  memset(out, 0, bytes);
+  assert_int_equal(dao_stream_wrap(dao_place_cuda(0), NULL, &legacy), DAO_OK);
+  assert_int_equal(dao_memcpy_async(out, dev, bytes, legacy), DAO_OK);
+  assert_int_equal(dao_stream_synchronize(legacy), DAO_OK);
+  assert_memory_equal(out, in, bytes);
+  assert_int_equal(dao_stream_destroy(legacy), DAO_OK);
+
+  assert_int_equal(dao_stream_destroy(a), DAO_OK);
+  assert_int_equal(dao_stream_destroy(b), DAO_OK);
+  assert_int_equal(dao_event_destroy(e), DAO_OK);
+  assert_int_equal(dao_free(dao_place_cuda(0), dev), DAO_OK);
+  assert_int_equal(dao_free(dao_place_cuda_pinned(), in), DAO_OK);
+  assert_int_equal(dao_free(dao_place_cuda_pinned(), out), DAO_OK);
+  gate_destroy(&g);
+}
+
 int main(int argc, char **argv) {
   const char *mode = argc > 1 ? argv[1] : "";
   if (strcmp(mode, "none") == 0) {
@@ -620,6 +902,9 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_fake_missing_devices),
         cmocka_unit_test(test_fake_caller_context_untouched),
         cmocka_unit_test(test_fake_threads),
+        cmocka_unit_test(test_fake_streams),
+        cmocka_unit_test(test_fake_wrapped_stream),
+        cmocka_unit_test(test_fake_stream_bad_input),
         cmocka_unit_test(test_fake_retained_once),
     };
     return cmocka_run_group_tests_name("cuda_backend_fake", tests, setup_fake, NULL);
@@ -629,6 +914,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_driver_counts_agree),
         cmocka_unit_test(test_driver_alloc_free),
         cmocka_unit_test(test_driver_out_of_memory),
+        cmocka_unit_test(test_driver_streams),
     };
     return cmocka_run_group_tests_name("cuda_backend_driver", tests, setup_driver, NULL);
   }

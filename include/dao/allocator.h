@@ -62,7 +62,86 @@ typedef struct dao_allocator_stats {
   uint64_t system_alloc_count;   /**< Allocations made from the system resource. */
   uint64_t system_free_count;    /**< Frees made to the system resource. */
   uint64_t largest_free_block;   /**< Largest request servable without growing. */
+  uint64_t alloc_retry_count;    /**< Allocations that succeeded only after
+                                      cached memory was released and the
+                                      system asked again. */
 } dao_allocator_stats;
+
+/**
+ * @brief What a detailed statistic counts (dao_allocator_get_stat()).
+ *
+ * As in PyTorch's caching allocator: *allocated* is what callers hold;
+ * *reserved* is what the allocator holds from the system (segments, or
+ * mapped memory of expandable segments); *active* is allocated plus freed
+ * blocks still waiting for other streams' work; *inactive split* is free
+ * memory inside segments that are partly in use (fragmentation).
+ */
+typedef enum dao_stat_metric {
+  DAO_STAT_ALLOCATED_BYTES = 0,       /**< Bytes of allocated blocks. */
+  DAO_STAT_ALLOCATED_BLOCKS = 1,      /**< Number of allocated blocks. */
+  DAO_STAT_RESERVED_BYTES = 2,        /**< Bytes held from the system. */
+  DAO_STAT_RESERVED_SEGMENTS = 3,     /**< System allocations held. */
+  DAO_STAT_ACTIVE_BYTES = 4,          /**< Bytes of active blocks. */
+  DAO_STAT_ACTIVE_BLOCKS = 5,         /**< Number of active blocks. */
+  DAO_STAT_INACTIVE_SPLIT_BYTES = 6,  /**< Free bytes in partly used segments. */
+  DAO_STAT_INACTIVE_SPLIT_BLOCKS = 7, /**< Free blocks in partly used segments. */
+  DAO_STAT_REQUESTED_BYTES = 8        /**< Bytes asked for by allocated blocks. */
+} dao_stat_metric;
+
+/** Number of ::dao_stat_metric values of this version. */
+#define DAO_STAT_METRIC_COUNT 9
+
+/** Which blocks a statistic covers. */
+typedef enum dao_stat_pool {
+  DAO_STAT_POOL_ALL = 0,   /**< Every block. */
+  DAO_STAT_POOL_SMALL = 1, /**< Blocks of the small pool (requests <= 1 MiB). */
+  DAO_STAT_POOL_LARGE = 2  /**< Blocks of the large pool. */
+} dao_stat_pool;
+
+/** Number of ::dao_stat_pool values of this version. */
+#define DAO_STAT_POOL_COUNT 3
+
+/** One statistic: its current value, peak, and accumulated increases and
+ *  decreases since creation (or dao_allocator_reset_accumulated_stats()). */
+typedef struct dao_stat {
+  int64_t current;   /**< Value now. */
+  int64_t peak;      /**< Largest value since creation or the last reset. */
+  int64_t allocated; /**< Sum of all increases. */
+  int64_t freed;     /**< Sum of all decreases. */
+} dao_stat;
+
+/** State of a block in a snapshot. */
+typedef enum dao_block_state {
+  DAO_BLOCK_FREE = 0,         /**< Cached, reusable on its stream. */
+  DAO_BLOCK_ALLOCATED = 1,    /**< Held by a caller. */
+  DAO_BLOCK_PENDING_FREE = 2  /**< Freed, waiting for other streams' work. */
+} dao_block_state;
+
+/** A segment in a snapshot: one system allocation, or one expandable
+ *  segment (reserved addresses of which `mapped_bytes` are backed). */
+typedef struct dao_segment_info {
+  size_t struct_size;    /**< In: sizeof(dao_segment_info). */
+  uintptr_t address;     /**< First byte. */
+  size_t size;           /**< Bytes of addresses the segment spans. */
+  size_t mapped_bytes;   /**< Bytes backed by memory (= size unless expandable). */
+  dao_stat_pool pool;    /**< ::DAO_STAT_POOL_SMALL or ::DAO_STAT_POOL_LARGE. */
+  dao_stream stream;     /**< Stream its blocks belong to. */
+  int expandable;        /**< 1 for an expandable segment. */
+  size_t block_count;    /**< Blocks in it, in address order. */
+} dao_segment_info;
+
+/** A block in a snapshot. */
+typedef struct dao_block_info {
+  size_t struct_size;     /**< In: sizeof(dao_block_info). */
+  uintptr_t address;      /**< First byte. */
+  size_t size;            /**< Block size. */
+  size_t requested_size;  /**< Size asked for (0 unless allocated). */
+  dao_block_state state;  /**< Its state. */
+  dao_stream stream;      /**< Stream it belongs to. */
+} dao_block_info;
+
+/** Opaque, immutable copy of an allocator's segments and blocks. */
+typedef struct dao_snapshot dao_snapshot;
 
 #ifdef __cplusplus
 extern "C" {
@@ -211,6 +290,141 @@ DAO_API dao_status dao_allocator_reset_peak_stats(dao_allocator *a);
 DAO_API dao_status dao_allocator_info(dao_allocator *a, dao_place *place,
                                       const char **strategy,
                                       const char **config);
+
+/**
+ * @brief Read one detailed statistic.
+ *
+ * "caching" keeps every metric for every pool. "buddy" and "system" keep
+ * ::DAO_STAT_POOL_ALL of the allocated, reserved and requested metrics.
+ * @param[in]  a      The allocator.
+ * @param[in]  metric What to read.
+ * @param[in]  pool   Which blocks.
+ * @param[out] out    Receives the statistic.
+ * @retval DAO_OK                   Written.
+ * @retval DAO_ERR_INVALID_ARGUMENT @p a or @p out is NULL, or an unknown
+ *                                  metric or pool.
+ * @retval DAO_ERR_UNSUPPORTED      The strategy does not keep this one.
+ * @par Thread safety
+ * As dao_allocator_free().
+ */
+DAO_API dao_status dao_allocator_get_stat(dao_allocator *a, dao_stat_metric metric,
+                                          dao_stat_pool pool, dao_stat *out);
+
+/**
+ * @brief Set the accumulated parts (allocated, freed) of every detailed
+ *        statistic, and the counters of dao_allocator_stats, to zero.
+ * @param[in] a The allocator.
+ * @retval DAO_OK                   Done.
+ * @retval DAO_ERR_INVALID_ARGUMENT @p a is NULL.
+ * @par Thread safety
+ * As dao_allocator_free().
+ */
+DAO_API dao_status dao_allocator_reset_accumulated_stats(dao_allocator *a);
+
+/**
+ * @brief Mark a block as used on another stream, as PyTorch's
+ *        `recordStream`.
+ *
+ * A block belongs to the stream it was allocated on and is reused only
+ * there. When it is also used on @p stream, call this: on free, the block is
+ * then reused only after the work queued on @p stream up to the free has run.
+ * @param[in] a      A stream-ordered allocator ("caching").
+ * @param[in] ptr    A live pointer of @p a.
+ * @param[in] stream The other stream; its own stream or NULL does nothing.
+ * @retval DAO_OK                   Recorded.
+ * @retval DAO_ERR_INVALID_ARGUMENT @p a is NULL or @p stream is not a stream
+ *                                  handle.
+ * @retval DAO_ERR_INVALID_POINTER  @p ptr is not live in @p a.
+ * @retval DAO_ERR_UNSUPPORTED      The strategy is not stream-ordered
+ *                                  ("buddy", "system" free at once:
+ *                                  synchronize before freeing).
+ * @par Thread safety
+ * As dao_allocator_free().
+ */
+DAO_API dao_status dao_allocator_record_stream(dao_allocator *a, void *ptr, dao_stream stream);
+
+/**
+ * @brief Take a snapshot of every segment and block of an allocator.
+ * @param[in]  a   The allocator ("caching").
+ * @param[out] out Receives the snapshot, owned by the caller until
+ *                 dao_snapshot_destroy(); it does not change afterwards.
+ * @retval DAO_OK                   Taken.
+ * @retval DAO_ERR_INVALID_ARGUMENT @p a or @p out is NULL.
+ * @retval DAO_ERR_UNSUPPORTED      The strategy keeps no segments.
+ * @par Thread safety
+ * As dao_allocator_free().
+ */
+DAO_API dao_status dao_allocator_snapshot(dao_allocator *a, dao_snapshot **out);
+
+/**
+ * @brief Number of segments in a snapshot.
+ * @param[in]  snapshot The snapshot.
+ * @param[out] count    Receives the count.
+ * @retval DAO_OK                   Written.
+ * @retval DAO_ERR_INVALID_ARGUMENT A NULL argument.
+ * @par Thread safety
+ * Safe from any thread; a snapshot never changes.
+ */
+DAO_API dao_status dao_snapshot_segment_count(const dao_snapshot *snapshot, size_t *count);
+
+/**
+ * @brief One segment of a snapshot, in address order.
+ * @param[in]     snapshot The snapshot.
+ * @param[in]     index    0 .. count-1.
+ * @param[in,out] info     Caller's struct with `struct_size` set.
+ * @retval DAO_OK                   Written.
+ * @retval DAO_ERR_INVALID_ARGUMENT A NULL argument, @p index out of range, or
+ *                                  `struct_size` too small.
+ * @par Thread safety
+ * Safe from any thread.
+ */
+DAO_API dao_status dao_snapshot_segment(const dao_snapshot *snapshot, size_t index,
+                                        dao_segment_info *info);
+
+/**
+ * @brief One block of a segment of a snapshot, in address order.
+ * @param[in]     snapshot The snapshot.
+ * @param[in]     segment  Segment index.
+ * @param[in]     index    Block index in the segment.
+ * @param[in,out] info     Caller's struct with `struct_size` set.
+ * @retval DAO_OK                   Written.
+ * @retval DAO_ERR_INVALID_ARGUMENT A NULL argument, an index out of range, or
+ *                                  `struct_size` too small.
+ * @par Thread safety
+ * Safe from any thread.
+ */
+DAO_API dao_status dao_snapshot_block(const dao_snapshot *snapshot, size_t segment, size_t index,
+                                      dao_block_info *info);
+
+/**
+ * @brief Destroy a snapshot.
+ * @param[in] snapshot The snapshot; NULL does nothing.
+ * @retval DAO_OK Destroyed.
+ * @par Thread safety
+ * No call may use @p snapshot concurrently or afterwards.
+ */
+DAO_API dao_status dao_snapshot_destroy(dao_snapshot *snapshot);
+
+/**
+ * @brief The allocator's segments, blocks, statistics and config as JSON.
+ *
+ * Works like snprintf: writes at most @p capacity bytes including the
+ * terminating NUL, and always sets @p length to the full length (without
+ * the NUL). Call with a NULL buffer to learn the length; the allocator may
+ * change between two calls, so loop until @p length < @p capacity.
+ * @param[in]  a        The allocator ("caching").
+ * @param[out] buffer   Caller's buffer, or NULL when @p capacity is 0.
+ * @param[in]  capacity Bytes available in @p buffer.
+ * @param[out] length   Receives the length of the whole document.
+ * @retval DAO_OK                   Written (possibly truncated: compare).
+ * @retval DAO_ERR_INVALID_ARGUMENT @p a or @p length is NULL, or @p buffer
+ *                                  is NULL with @p capacity > 0.
+ * @retval DAO_ERR_UNSUPPORTED      The strategy keeps no segments.
+ * @par Thread safety
+ * As dao_allocator_free().
+ */
+DAO_API dao_status dao_allocator_snapshot_json(dao_allocator *a, char *buffer, size_t capacity,
+                                               size_t *length);
 
 /**
  * @brief Destroy an allocator and give all its memory back to the system.

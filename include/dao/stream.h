@@ -1,18 +1,250 @@
 /**
  * @file stream.h
- * @brief The stream handle that stream-ordered calls take.
+ * @brief Streams and events: ordered, asynchronous work on a place.
  *
- * A ::dao_stream is an opaque, pointer-sized handle. NULL
- * (::DAO_STREAM_DEFAULT) is the default stream of a place. On CUDA places a
- * stream is a `CUstream` (the same as a `cudaStream_t`).
+ * A ::dao_stream is an opaque, pointer-sized handle to an ordered queue of
+ * work (copies and host functions) on one place:
+ * - SIM devices: each stream is a queue run by a worker thread of its own,
+ *   so work really is asynchronous and ordering bugs show up in tests;
+ * - CUDA places: a `CUstream` of the device's primary context;
+ *   dao_stream_wrap() adopts a caller's own `CUstream` / `cudaStream_t`;
+ * - CPU: a stream runs each operation at once, on the calling thread.
+ *
+ * NULL (::DAO_STREAM_DEFAULT) is the default stream: an operation given NULL
+ * runs synchronously on the calling thread before the call returns. Events
+ * mark a point in a stream; dao_stream_wait_event() orders one stream after
+ * another.
  */
 #ifndef DAO_STREAM_H
 #define DAO_STREAM_H
 
-/** Opaque stream handle; NULL is the default stream. */
+#include <stddef.h>
+
+#include "export.h"
+#include "place.h"
+#include "status.h"
+
+/** Opaque stream handle; NULL is the default (synchronous) stream. */
 typedef struct dao_stream_st *dao_stream;
+
+/** Opaque event handle. */
+typedef struct dao_event_st *dao_event;
 
 /** The default stream of any place. */
 #define DAO_STREAM_DEFAULT ((dao_stream)0)
+
+/** A host function run in stream order by dao_launch_host_func(). */
+typedef void (*dao_host_fn)(void *user_data);
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/**
+ * @brief Create a stream on a place.
+ * @param[in]  place The place (any kind with devices).
+ * @param[out] out   Receives the stream, owned by the caller until
+ *                   dao_stream_destroy(). Unchanged on failure.
+ * @retval DAO_OK                   Created.
+ * @retval DAO_ERR_INVALID_ARGUMENT @p out is NULL, unknown kind, negative
+ *                                  device.
+ * @retval DAO_ERR_NO_DEVICE        The device does not exist.
+ * @retval DAO_ERR_BACKEND          The driver or a thread could not be
+ *                                  created.
+ * @par Thread safety
+ * Safe to call from any thread.
+ */
+DAO_API dao_status dao_stream_create(dao_place place, dao_stream *out);
+
+/**
+ * @brief Adopt a caller's native stream (a `CUstream` on CUDA places).
+ *
+ * The native stream stays the caller's: dao_stream_destroy() frees only the
+ * wrapper, and the caller must keep the native stream alive until then.
+ * @param[in]  place  A CUDA place.
+ * @param[in]  native The `CUstream` (may be NULL for CUDA's legacy default
+ *                    stream).
+ * @param[out] out    Receives the wrapper, owned by the caller.
+ * @retval DAO_OK                   Wrapped.
+ * @retval DAO_ERR_INVALID_ARGUMENT @p out is NULL or a bad place.
+ * @retval DAO_ERR_NO_DEVICE        The device does not exist.
+ * @retval DAO_ERR_UNSUPPORTED      The place has no native streams (CPU,
+ *                                  SIM).
+ * @par Thread safety
+ * Safe to call from any thread.
+ */
+DAO_API dao_status dao_stream_wrap(dao_place place, void *native, dao_stream *out);
+
+/**
+ * @brief The native handle of a stream (`CUstream` on CUDA), NULL elsewhere.
+ * @param[in]  stream The stream.
+ * @param[out] native Receives the native handle.
+ * @retval DAO_OK                   Written.
+ * @retval DAO_ERR_INVALID_ARGUMENT @p stream or @p native is NULL, or
+ *                                  @p stream is not a stream handle.
+ * @par Thread safety
+ * Safe to call from any thread while @p stream is alive.
+ */
+DAO_API dao_status dao_stream_native(dao_stream stream, void **native);
+
+/**
+ * @brief The place of a stream.
+ * @param[in]  stream The stream.
+ * @param[out] place  Receives the place.
+ * @retval DAO_OK                   Written.
+ * @retval DAO_ERR_INVALID_ARGUMENT @p stream or @p place is NULL, or not a
+ *                                  stream handle.
+ * @par Thread safety
+ * Safe to call from any thread while @p stream is alive.
+ */
+DAO_API dao_status dao_stream_place(dao_stream stream, dao_place *place);
+
+/**
+ * @brief Wait until all work queued on a stream has run.
+ * @param[in] stream The stream; NULL does nothing (the default stream is
+ *                   synchronous).
+ * @retval DAO_OK                   All work done.
+ * @retval DAO_ERR_INVALID_ARGUMENT Not a stream handle.
+ * @retval DAO_ERR_BACKEND          The driver reported an error in the work.
+ * @par Thread safety
+ * Safe to call from any thread, also concurrently with work being queued.
+ */
+DAO_API dao_status dao_stream_synchronize(dao_stream stream);
+
+/**
+ * @brief Whether all work queued on a stream has run, without waiting.
+ * @param[in]  stream The stream; NULL is always idle.
+ * @param[out] idle   Receives 1 if idle, 0 if work is pending.
+ * @retval DAO_OK                   Written.
+ * @retval DAO_ERR_INVALID_ARGUMENT @p idle is NULL or not a stream handle.
+ * @par Thread safety
+ * Safe to call from any thread.
+ */
+DAO_API dao_status dao_stream_query(dao_stream stream, int *idle);
+
+/**
+ * @brief Make later work on @p stream wait until @p event has completed.
+ * @param[in] stream The waiting stream; NULL waits on the calling thread.
+ * @param[in] event  An event of the same place (or any place for NULL).
+ * @retval DAO_OK                   Queued (or, for NULL, waited).
+ * @retval DAO_ERR_INVALID_ARGUMENT A handle is invalid, or the event belongs
+ *                                  to another place.
+ * @par Thread safety
+ * Safe to call from any thread.
+ */
+DAO_API dao_status dao_stream_wait_event(dao_stream stream, dao_event event);
+
+/**
+ * @brief Destroy a stream after its queued work has run.
+ * @param[in] stream The stream; invalid after ::DAO_OK.
+ * @retval DAO_OK                   Destroyed.
+ * @retval DAO_ERR_INVALID_ARGUMENT NULL or not a stream handle.
+ * @par Thread safety
+ * No call may use @p stream concurrently or afterwards.
+ */
+DAO_API dao_status dao_stream_destroy(dao_stream stream);
+
+/**
+ * @brief Create an event on a place.
+ * @param[in]  place The place.
+ * @param[out] out   Receives the event, owned by the caller until
+ *                   dao_event_destroy(). A new event counts as completed.
+ * @retval DAO_OK                   Created.
+ * @retval DAO_ERR_INVALID_ARGUMENT @p out is NULL or a bad place.
+ * @retval DAO_ERR_NO_DEVICE        The device does not exist.
+ * @retval DAO_ERR_BACKEND          The driver failed.
+ * @par Thread safety
+ * Safe to call from any thread.
+ */
+DAO_API dao_status dao_event_create(dao_place place, dao_event *out);
+
+/**
+ * @brief Record @p event at the current end of @p stream.
+ *
+ * The event completes when all work queued on the stream before this call
+ * has run. Recording again moves the event to the new point.
+ * @param[in] event  The event.
+ * @param[in] stream A stream of the event's place, or NULL (the event
+ *                   completes at once).
+ * @retval DAO_OK                   Recorded.
+ * @retval DAO_ERR_INVALID_ARGUMENT A handle is invalid or the places differ.
+ * @par Thread safety
+ * Safe to call from any thread.
+ */
+DAO_API dao_status dao_event_record(dao_event event, dao_stream stream);
+
+/**
+ * @brief Whether an event has completed, without waiting.
+ * @param[in]  event The event.
+ * @param[out] done  Receives 1 if completed, 0 otherwise.
+ * @retval DAO_OK                   Written.
+ * @retval DAO_ERR_INVALID_ARGUMENT @p event or @p done is NULL, or not an
+ *                                  event handle.
+ * @par Thread safety
+ * Safe to call from any thread.
+ */
+DAO_API dao_status dao_event_query(dao_event event, int *done);
+
+/**
+ * @brief Wait until an event has completed.
+ * @param[in] event The event.
+ * @retval DAO_OK                   Completed.
+ * @retval DAO_ERR_INVALID_ARGUMENT NULL or not an event handle.
+ * @retval DAO_ERR_BACKEND          The driver failed.
+ * @par Thread safety
+ * Safe to call from any thread.
+ */
+DAO_API dao_status dao_event_synchronize(dao_event event);
+
+/**
+ * @brief Destroy an event. Pending work that will complete it is unaffected.
+ * @param[in] event The event; invalid after ::DAO_OK.
+ * @retval DAO_OK                   Destroyed.
+ * @retval DAO_ERR_INVALID_ARGUMENT NULL or not an event handle.
+ * @par Thread safety
+ * No call may use @p event concurrently or afterwards.
+ */
+DAO_API dao_status dao_event_destroy(dao_event event);
+
+/**
+ * @brief Copy @p bytes from @p src to @p dst in stream order.
+ *
+ * On SIM and CPU places both pointers must be host-addressable (any SIM, CPU,
+ * pinned or managed memory); on CUDA places any pointers the driver knows
+ * (unified addressing). The memory must stay valid until the copy has run.
+ * @param[out] dst    Destination.
+ * @param[in]  src    Source.
+ * @param[in]  bytes  Bytes to copy; 0 does nothing.
+ * @param[in]  stream The stream; NULL copies before returning.
+ * @retval DAO_OK                   Queued (or done, for NULL).
+ * @retval DAO_ERR_INVALID_ARGUMENT @p dst or @p src is NULL with
+ *                                  @p bytes > 0, the ranges overlap, or not
+ *                                  a stream handle.
+ * @retval DAO_ERR_BACKEND          The driver refused the copy.
+ * @par Thread safety
+ * Safe to call from any thread.
+ */
+DAO_API dao_status dao_memcpy_async(void *dst, const void *src, size_t bytes, dao_stream stream);
+
+/**
+ * @brief Run a host function in stream order, like `cuLaunchHostFunc`.
+ *
+ * @p fn runs once all earlier work on the stream has run, and later work
+ * waits for it to return. It runs on a libdao or driver thread and must not
+ * call stream or event functions on its own stream (that would deadlock).
+ * @param[in] stream The stream; NULL runs @p fn before returning.
+ * @param[in] fn     The function; must not be NULL.
+ * @param[in] user_data Passed to @p fn; owned by the caller.
+ * @retval DAO_OK                   Queued (or run, for NULL).
+ * @retval DAO_ERR_INVALID_ARGUMENT @p fn is NULL or not a stream handle.
+ * @retval DAO_ERR_BACKEND          The driver refused.
+ * @par Thread safety
+ * Safe to call from any thread.
+ */
+DAO_API dao_status dao_launch_host_func(dao_stream stream, dao_host_fn fn, void *user_data);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif /* DAO_STREAM_H */

@@ -3,6 +3,7 @@
 
 #include "capi/allocator_handle.hpp"
 #include "capi/guard.hpp"
+#include "resource/stream.hpp"
 #include "core/place_defaults.hpp"
 #include "strategy/factory.hpp"
 #include "util/format.hpp"
@@ -101,6 +102,7 @@ extern "C" dao_status dao_allocator_get_stats(dao_allocator* a, dao_allocator_st
     s.system_alloc_count = c.system_alloc_count;
     s.system_free_count = c.system_free_count;
     s.largest_free_block = c.largest_free_block;
+    s.alloc_retry_count = c.alloc_retry_count;
     // A caller built against a newer header gets zeros in fields we lack.
     std::memset(reinterpret_cast<char*>(stats) + sizeof s, 0, stats->struct_size - sizeof s);
     std::memcpy(stats, &s, sizeof s);
@@ -140,5 +142,43 @@ extern "C" dao_status dao_allocator_destroy(dao_allocator* a) {
     }
     h.magic = 0;
     delete &h;
+  });
+}
+
+extern "C" dao_status dao_allocator_get_stat(dao_allocator* a, dao_stat_metric metric,
+                                             dao_stat_pool pool, dao_stat* out) {
+  return guarded([&] {
+    dao_allocator& h = checked(a, "dao_allocator_get_stat");
+    require_non_null(out, "dao_allocator_get_stat", "out");
+    int m = 0, p = 0;  // read as the C caller passed them (any int)
+    std::memcpy(&m, &metric, sizeof m);
+    std::memcpy(&p, &pool, sizeof p);
+    if (m < 0 || m >= DAO_STAT_METRIC_COUNT) {
+      throw invalid_argument(strprintf("dao_allocator_get_stat: unknown metric %d (valid 0..%d)", m,
+                                       DAO_STAT_METRIC_COUNT - 1));
+    }
+    if (p < 0 || p >= DAO_STAT_POOL_COUNT) {
+      throw invalid_argument(strprintf("dao_allocator_get_stat: unknown pool %d (valid 0..%d)", p,
+                                       DAO_STAT_POOL_COUNT - 1));
+    }
+    dao_stat value{};
+    if (!h.impl->stat(m, p, value)) {
+      throw unsupported(strprintf("dao_allocator_get_stat: the %s strategy does not keep metric %d "
+                                  "for pool %d",
+                                  h.impl->name(), m, p));
+    }
+    *out = value;
+  });
+}
+
+extern "C" dao_status dao_allocator_reset_accumulated_stats(dao_allocator* a) {
+  return guarded([&] { checked(a, "dao_allocator_reset_accumulated_stats").impl->reset_accumulated(); });
+}
+
+extern "C" dao_status dao_allocator_record_stream(dao_allocator* a, void* ptr, dao_stream stream) {
+  return guarded([&] {
+    dao_allocator& h = checked(a, "dao_allocator_record_stream");
+    if (stream != nullptr) checked_stream(stream, "dao_allocator_record_stream");
+    h.impl->record_stream(ptr, stream);
   });
 }

@@ -8,6 +8,7 @@
 
 #include "core/error.hpp"
 #include "resource/cuda_driver.hpp"
+#include "resource/cuda_stream.hpp"
 #include "resource/host.hpp"
 #include "resource/system_resource.hpp"
 #include "util/format.hpp"
@@ -112,6 +113,17 @@ class cuda_resource final : public system_resource {
   }
 
   bool host_accessible() const noexcept override { return kind_ != cuda_memory::device; }
+
+  std::unique_ptr<stream_impl> create_stream() override {
+    return make_cuda_stream(driver_, driver_.primary_context(device_), name());
+  }
+  std::unique_ptr<stream_impl> wrap_stream(void* native) override {
+    return wrap_cuda_stream(driver_, driver_.primary_context(device_),
+                            static_cast<CUstream>(native), name());
+  }
+  std::unique_ptr<event_impl> create_event() override {
+    return make_cuda_event(driver_, driver_.primary_context(device_), name());
+  }
 
  private:
   std::string name() const { return place_to_string(place()); }

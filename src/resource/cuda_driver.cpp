@@ -112,6 +112,18 @@ void cuda_driver::load_or_throw() {
   need(api_.mem_get_info, "cuMemGetInfo_v2");
   need(api_.get_error_name, "cuGetErrorName");
   need(api_.get_error_string, "cuGetErrorString");
+  need(api_.stream_create, "cuStreamCreate");
+  need(api_.stream_destroy, "cuStreamDestroy_v2", "cuStreamDestroy");
+  need(api_.stream_synchronize, "cuStreamSynchronize");
+  need(api_.stream_query, "cuStreamQuery");
+  need(api_.stream_wait_event, "cuStreamWaitEvent");
+  need(api_.event_create, "cuEventCreate");
+  need(api_.event_destroy, "cuEventDestroy_v2", "cuEventDestroy");
+  need(api_.event_record, "cuEventRecord");
+  need(api_.event_query, "cuEventQuery");
+  need(api_.event_synchronize, "cuEventSynchronize");
+  need(api_.memcpy_async, "cuMemcpyAsync");
+  need(api_.launch_host_func, "cuLaunchHostFunc");
   if (missing != nullptr) {
     api_ = cuda_driver_api{};
     reason_ = strprintf("%s lacks %s: the driver is too old or not a CUDA driver (dlsym: %s)",

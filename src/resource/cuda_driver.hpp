@@ -38,6 +38,20 @@ struct cuda_driver_api {
   CUresult (*mem_get_info)(std::size_t* free_bytes, std::size_t* total_bytes) = nullptr;
   CUresult (*get_error_name)(CUresult error, const char** name) = nullptr;
   CUresult (*get_error_string)(CUresult error, const char** text) = nullptr;
+  // Streams and events (resource/cuda_stream.cpp).
+  CUresult (*stream_create)(CUstream* stream, unsigned int flags) = nullptr;
+  CUresult (*stream_destroy)(CUstream stream) = nullptr;
+  CUresult (*stream_synchronize)(CUstream stream) = nullptr;
+  CUresult (*stream_query)(CUstream stream) = nullptr;
+  CUresult (*stream_wait_event)(CUstream stream, CUevent event, unsigned int flags) = nullptr;
+  CUresult (*event_create)(CUevent* event, unsigned int flags) = nullptr;
+  CUresult (*event_destroy)(CUevent event) = nullptr;
+  CUresult (*event_record)(CUevent event, CUstream stream) = nullptr;
+  CUresult (*event_query)(CUevent event) = nullptr;
+  CUresult (*event_synchronize)(CUevent event) = nullptr;
+  CUresult (*memcpy_async)(CUdeviceptr dst, CUdeviceptr src, std::size_t bytes,
+                           CUstream stream) = nullptr;
+  CUresult (*launch_host_func)(CUstream stream, CUhostFn fn, void* user_data) = nullptr;
 };
 
 struct cuda_device_info {

@@ -7,6 +7,7 @@
 
 #include "core/error.hpp"
 #include "resource/system_resource.hpp"
+#include "resource/virtual_memory.hpp"
 #include "util/format.hpp"
 
 namespace dao::detail {
@@ -55,6 +56,27 @@ class host_resource final : public system_resource {
     return memory_info{host_available_memory(), host_total_memory()};
   }
   bool host_accessible() const noexcept override { return true; }
+
+  std::size_t map_granularity() const noexcept override { return host_page_size(); }
+  void* reserve_addresses(std::size_t bytes) override {
+    void* p = host_reserve(bytes);
+    if (p == nullptr) {
+      throw out_of_memory(strprintf("cpu: out of address space: could not reserve %s",
+                                    format_bytes(bytes).c_str()));
+    }
+    return p;
+  }
+  void release_addresses(void* base, std::size_t bytes) noexcept override {
+    host_release(base, bytes);
+  }
+  void map(void* addr, std::size_t bytes) override {
+    if (!host_commit(addr, bytes)) {
+      throw out_of_memory(strprintf(
+          "cpu: out of memory: tried to map %s; the operating system refused",
+          format_bytes(bytes).c_str()));
+    }
+  }
+  void unmap(void* addr, std::size_t bytes) noexcept override { host_decommit(addr, bytes); }
 };
 
 class host_backend_impl final : public backend {

@@ -12,7 +12,9 @@
 #include "core/error.hpp"
 #include "dao/sim.h"
 #include "resource/host.hpp"
+#include "resource/sim_stream.hpp"
 #include "resource/system_resource.hpp"
+#include "resource/virtual_memory.hpp"
 #include "util/format.hpp"
 
 namespace dao::detail {
@@ -77,12 +79,7 @@ class sim_device final : public system_resource {
 
   void* allocate(std::size_t bytes) override {
     // Count what the host really hands out: whole 256-byte units.
-    if (bytes > capacity_) throw full(bytes, used_.load(std::memory_order_relaxed));
-    std::size_t rounded = (bytes + kMinAlignment - 1) & ~(kMinAlignment - 1);
-    std::size_t used = used_.load(std::memory_order_relaxed);
-    do {
-      if (rounded > capacity_ - used) throw full(bytes, used);
-    } while (!used_.compare_exchange_weak(used, used + rounded, std::memory_order_relaxed));
+    std::size_t rounded = take(bytes, kMinAlignment);
     void* p = host_aligned_alloc(rounded);
     if (p == nullptr) {
       used_.fetch_sub(rounded, std::memory_order_relaxed);
@@ -104,9 +101,50 @@ class sim_device final : public system_resource {
     return memory_info{capacity_ - used, capacity_};
   }
   bool host_accessible() const noexcept override { return true; }
+  std::unique_ptr<stream_impl> create_stream() override { return make_sim_stream(place()); }
+  std::unique_ptr<event_impl> create_event() override { return make_sim_event(); }
   std::size_t capacity() const noexcept { return capacity_; }
 
+  // Virtual memory: addresses are free, mapped pages count against the
+  // capacity exactly as allocations do.
+  std::size_t map_granularity() const noexcept override { return host_page_size(); }
+  void* reserve_addresses(std::size_t bytes) override {
+    void* p = host_reserve(bytes);
+    if (p == nullptr) {
+      throw out_of_memory(strprintf("sim:%d: out of address space: could not reserve %s", index_,
+                                    format_bytes(bytes).c_str()));
+    }
+    return p;
+  }
+  void release_addresses(void* base, std::size_t bytes) noexcept override {
+    host_release(base, bytes);
+  }
+  void map(void* addr, std::size_t bytes) override {
+    take(bytes, 1);
+    if (!host_commit(addr, bytes)) {
+      used_.fetch_sub(bytes, std::memory_order_relaxed);
+      throw out_of_memory(strprintf("sim:%d: the host could not back %s of device memory", index_,
+                                    format_bytes(bytes).c_str()));
+    }
+  }
+  void unmap(void* addr, std::size_t bytes) noexcept override {
+    host_decommit(addr, bytes);
+    used_.fetch_sub(bytes, std::memory_order_relaxed);
+  }
+
  private:
+  // Takes `bytes` rounded up to `unit` from the capacity, or throws the
+  // out-of-memory a full GPU would give. Returns the rounded size.
+  std::size_t take(std::size_t bytes, std::size_t unit) {
+    if (bytes > capacity_) throw full(bytes, used_.load(std::memory_order_relaxed));
+    std::size_t rounded = (bytes + unit - 1) / unit * unit;
+    std::size_t used = used_.load(std::memory_order_relaxed);
+    do {
+      if (rounded > capacity_ - used) throw full(bytes, used);
+    } while (!used_.compare_exchange_weak(used, used + rounded, std::memory_order_relaxed));
+    return rounded;
+  }
+
   out_of_memory full(std::size_t bytes, std::size_t used) const {
     return out_of_memory(strprintf(
         "sim:%d: out of memory: tried to allocate %s; the device has a capacity of %s, "

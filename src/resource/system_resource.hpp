@@ -5,11 +5,15 @@
 
 #include <cstddef>
 #include <cstring>
+#include <memory>
 #include <string>
 
 #include "dao/place.h"
 
 namespace dao::detail {
+
+class stream_impl;
+class event_impl;
 
 // Every pointer a system resource hands out is aligned at least this much.
 inline constexpr std::size_t kMinAlignment = 256;
@@ -38,6 +42,29 @@ class system_resource {
 
   // Whether host code may read and write this memory directly.
   virtual bool host_accessible() const noexcept = 0;
+
+  // --- streams and events of this place (see resource/stream.hpp) ---
+  // The defaults run everything at once on the calling thread (the CPU
+  // place's synchronous stream).
+  virtual std::unique_ptr<stream_impl> create_stream();
+  // Adopts a native stream (CUstream); throws unsupported where there is none.
+  virtual std::unique_ptr<stream_impl> wrap_stream(void* native);
+  virtual std::unique_ptr<event_impl> create_event();
+
+  // --- virtual memory: reserve addresses, then map and unmap memory in them.
+  // Lets the caching strategy grow one contiguous arena instead of carving
+  // separate segments (no fragmentation across segments). Resources without
+  // it keep the defaults (granularity 0: not supported).
+  virtual std::size_t map_granularity() const noexcept { return 0; }
+  // Reserves `bytes` (a multiple of the granularity) of addresses, mapping
+  // nothing; costs no memory. Throws out_of_memory / backend_error.
+  virtual void* reserve_addresses(std::size_t bytes);
+  virtual void release_addresses(void* base, std::size_t bytes) noexcept;
+  // Backs [addr, addr+bytes) (granularity-aligned, inside a reservation)
+  // with memory. Throws out_of_memory when the place is full; maps nothing
+  // then.
+  virtual void map(void* addr, std::size_t bytes);
+  virtual void unmap(void* addr, std::size_t bytes) noexcept;
 };
 
 // All places of one kind: counts devices and hands out their resources.

@@ -177,6 +177,7 @@ void buddy_strategy::grow(int order, bool may_release_idle) {
   }
   if (p == nullptr && may_release_idle && release_free_chunks() > 0) {
     // Smaller chunks were idle: give them back and try once more.
+    ++counters_.alloc_retry_count;
     if (fits_cap(wanted)) {
       p = try_allocate(wanted);
       chunk_order = top_order_;
@@ -257,6 +258,7 @@ void* buddy_strategy::allocate_large(std::size_t bytes) {
   } catch (const out_of_memory&) {
     // Idle chunks may be what stands in the way: give them back, try again.
     if (release_free_chunks() > 0) {
+      ++counters_.alloc_retry_count;
       try {
         p = upstream().allocate(bytes);
       } catch (const out_of_memory&) {
@@ -367,6 +369,11 @@ allocator_counters buddy_strategy::counters() const {
 void buddy_strategy::reset_peaks() {
   std::lock_guard<std::mutex> lock(mutex_);
   counters_.reset_peaks();
+}
+
+void buddy_strategy::reset_accumulated() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  counters_.reset_accumulated();
 }
 
 std::string buddy_strategy::effective_config() const {

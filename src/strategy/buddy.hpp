@@ -48,6 +48,7 @@ class buddy_strategy final : public strategy {
   std::size_t trim() override;
   allocator_counters counters() const override;
   void reset_peaks() override;
+  void reset_accumulated() override;
   const char* name() const noexcept override { return "buddy"; }
   std::string effective_config() const override;
 

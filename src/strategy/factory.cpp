@@ -5,13 +5,14 @@
 #include "core/config.hpp"
 #include "core/error.hpp"
 #include "strategy/buddy.hpp"
+#include "strategy/caching.hpp"
 #include "strategy/system.hpp"
 #include "util/format.hpp"
 
 namespace dao::detail {
 
 const std::vector<std::string_view>& strategy_names() {
-  static const std::vector<std::string_view> names = {"buddy", "system"};
+  static const std::vector<std::string_view> names = {"buddy", "caching", "system"};
   return names;
 }
 
@@ -21,6 +22,11 @@ std::unique_ptr<strategy> make_strategy(std::string_view name, system_resource& 
   if (name == "buddy") {
     config cfg = config::parse(config_text, context);
     return std::make_unique<buddy_strategy>(upstream, buddy_options::from_config(cfg, upstream));
+  }
+  if (name == "caching") {
+    config cfg = config::parse(config_text, context);
+    return std::make_unique<caching_strategy>(upstream,
+                                              caching_options::from_config(cfg, upstream));
   }
   if (name == "system") {
     config cfg = config::parse(config_text, context);

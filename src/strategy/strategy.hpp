@@ -6,12 +6,49 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <vector>
 
+#include "dao/allocator.h"
 #include "dao/stream.h"
 #include "resource/system_resource.hpp"
 
+// An immutable copy of a strategy's segments and blocks (dao_snapshot).
+struct dao_snapshot {
+  struct segment {
+    dao_segment_info info;
+    std::vector<dao_block_info> blocks;
+  };
+  std::vector<segment> segments;
+};
+
 namespace dao::detail {
+
+// One statistic: current value, peak, and accumulated increases/decreases.
+struct stat_value {
+  std::int64_t current = 0;
+  std::int64_t peak = 0;
+  std::int64_t allocated = 0;
+  std::int64_t freed = 0;
+
+  void add(std::int64_t amount) noexcept {
+    if (amount > 0) up(amount);
+    else down(-amount);
+  }
+  // The hot paths know the direction: no branch on the sign.
+  void up(std::int64_t amount) noexcept {
+    current += amount;
+    allocated += amount;
+    peak = current > peak ? current : peak;
+  }
+  void down(std::int64_t amount) noexcept {
+    current -= amount;
+    freed += amount;
+  }
+  void reset_peak() noexcept { peak = current; }
+  void reset_accumulated() noexcept { allocated = freed = 0; }
+};
 
 // Counters shared by every strategy (the public dao_allocator_stats without
 // its size tag).
@@ -28,32 +65,82 @@ struct allocator_counters {
   std::uint64_t system_alloc_count = 0;
   std::uint64_t system_free_count = 0;
   std::uint64_t largest_free_block = 0;
+  std::uint64_t alloc_retry_count = 0;
+  // The detailed statistics of the whole allocator (DAO_STAT_POOL_ALL) that
+  // every strategy keeps; the fields above summarise them.
+  stat_value allocated_bytes_stat, allocated_blocks_stat, reserved_bytes_stat,
+      reserved_segments_stat, requested_bytes_stat;
 
   void on_alloc(std::size_t block, std::size_t requested) noexcept {
-    allocated_bytes += block;
-    requested_bytes += requested;
-    ++live_blocks;
+    allocated_bytes_stat.add(static_cast<std::int64_t>(block));
+    allocated_blocks_stat.add(1);
+    requested_bytes_stat.add(static_cast<std::int64_t>(requested));
     ++alloc_count;
-    if (allocated_bytes > peak_allocated_bytes) peak_allocated_bytes = allocated_bytes;
+    sync();
   }
   void on_free(std::size_t block, std::size_t requested) noexcept {
-    allocated_bytes -= block;
-    requested_bytes -= requested;
-    --live_blocks;
+    allocated_bytes_stat.add(-static_cast<std::int64_t>(block));
+    allocated_blocks_stat.add(-1);
+    requested_bytes_stat.add(-static_cast<std::int64_t>(requested));
     ++free_count;
+    sync();
   }
   void on_system_alloc(std::size_t bytes) noexcept {
-    reserved_bytes += bytes;
+    reserved_bytes_stat.add(static_cast<std::int64_t>(bytes));
+    reserved_segments_stat.add(1);
     ++system_alloc_count;
-    if (reserved_bytes > peak_reserved_bytes) peak_reserved_bytes = reserved_bytes;
+    sync();
   }
   void on_system_free(std::size_t bytes) noexcept {
-    reserved_bytes -= bytes;
+    reserved_bytes_stat.add(-static_cast<std::int64_t>(bytes));
+    reserved_segments_stat.add(-1);
     ++system_free_count;
+    sync();
   }
   void reset_peaks() noexcept {
-    peak_allocated_bytes = allocated_bytes;
-    peak_reserved_bytes = reserved_bytes;
+    each([](stat_value& s) { s.reset_peak(); });
+    sync();
+  }
+  void reset_accumulated() noexcept {
+    each([](stat_value& s) { s.reset_accumulated(); });
+    alloc_count = free_count = failed_alloc_count = 0;
+    system_alloc_count = system_free_count = alloc_retry_count = 0;
+  }
+  // The statistic of `metric` for the whole allocator, or nullptr when
+  // only a stream-ordered strategy keeps it. Active blocks equal allocated
+  // ones in a strategy that frees at once.
+  const stat_value* find(int metric) const noexcept {
+    switch (metric) {
+      case DAO_STAT_ALLOCATED_BYTES:
+      case DAO_STAT_ACTIVE_BYTES: return &allocated_bytes_stat;
+      case DAO_STAT_ALLOCATED_BLOCKS:
+      case DAO_STAT_ACTIVE_BLOCKS: return &allocated_blocks_stat;
+      case DAO_STAT_RESERVED_BYTES: return &reserved_bytes_stat;
+      case DAO_STAT_RESERVED_SEGMENTS: return &reserved_segments_stat;
+      case DAO_STAT_REQUESTED_BYTES: return &requested_bytes_stat;
+      default: return nullptr;
+    }
+  }
+  // Sets the summary fields from the statistics they come from.
+  void refresh() noexcept { sync(); }
+
+ private:
+  template <class F>
+  void each(F f) noexcept {
+    f(allocated_bytes_stat);
+    f(allocated_blocks_stat);
+    f(reserved_bytes_stat);
+    f(reserved_segments_stat);
+    f(requested_bytes_stat);
+  }
+  // Keeps the summary fields equal to the statistics they come from.
+  void sync() noexcept {
+    allocated_bytes = static_cast<std::uint64_t>(allocated_bytes_stat.current);
+    peak_allocated_bytes = static_cast<std::uint64_t>(allocated_bytes_stat.peak);
+    requested_bytes = static_cast<std::uint64_t>(requested_bytes_stat.current);
+    reserved_bytes = static_cast<std::uint64_t>(reserved_bytes_stat.current);
+    peak_reserved_bytes = static_cast<std::uint64_t>(reserved_bytes_stat.peak);
+    live_blocks = static_cast<std::uint64_t>(allocated_blocks_stat.current);
   }
 };
 
@@ -79,6 +166,16 @@ class strategy {
 
   virtual allocator_counters counters() const = 0;
   virtual void reset_peaks() = 0;
+  virtual void reset_accumulated() = 0;
+
+  // A detailed statistic; false when the strategy does not keep it. The
+  // default serves DAO_STAT_POOL_ALL from counters().
+  virtual bool stat(int metric, int pool, dao_stat& out) const;
+
+  // Stream-ordered strategies override these two; the defaults throw
+  // unsupported (after checking that `p` is live).
+  virtual void record_stream(void* p, dao_stream stream);
+  virtual std::unique_ptr<dao_snapshot> snapshot() const;
 
   virtual const char* name() const noexcept = 0;
   // Every config key with its effective value, parseable again.

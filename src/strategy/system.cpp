@@ -64,4 +64,9 @@ void system_strategy::reset_peaks() {
   counters_.reset_peaks();
 }
 
+void system_strategy::reset_accumulated() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  counters_.reset_accumulated();
+}
+
 }  // namespace dao::detail

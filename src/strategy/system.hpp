@@ -22,6 +22,7 @@ class system_strategy final : public strategy {
   std::size_t trim() override { return 0; }
   allocator_counters counters() const override;
   void reset_peaks() override;
+  void reset_accumulated() override;
   const char* name() const noexcept override { return "system"; }
   std::string effective_config() const override { return ""; }
 

@@ -12,8 +12,10 @@
  *                            with CUDA_ERROR_ILLEGAL_ADDRESS (default: none)
  *
  * Like the real driver it keeps a per-thread stack of current contexts and
- * refuses memory calls without one, so a backend that forgets to push its
- * context fails here. The fake_cuda_* functions let a test look inside.
+ * refuses memory, stream and event calls without one, so a backend that
+ * forgets to push its context fails here. Streams run their work on a thread
+ * of their own, so it really is asynchronous. The fake_cuda_* functions let
+ * a test look inside.
  *
  * Prototypes come from cuda.h, so the compiler checks every signature
  * against the real API (cuda.h maps e.g. cuMemAlloc to cuMemAlloc_v2).
@@ -304,6 +306,307 @@ CUresult cuMemGetInfo_v2(size_t *free_bytes, size_t *total_bytes) {
   return CUDA_SUCCESS;
 }
 
+/* ---- streams and events ----
+ *
+ * Each stream has a worker thread that runs its queue in order, so work is
+ * really asynchronous and cuStreamQuery / cuEventQuery can answer
+ * CUDA_ERROR_NOT_READY. An item stays at the head of its queue while it
+ * runs. The legacy default stream (NULL) runs everything at once on the
+ * calling thread. One lock and one condition variable (broadcast on every
+ * change) serve all streams and events: simple beats fast in a fake.
+ *
+ * An event counts generations: a record takes the next one, and the event
+ * is complete when the marker of its last record has run. */
+
+#define FAKE_STREAM_MAGIC 0x5354524du /* "STRM" */
+#define FAKE_EVENT_MAGIC 0x45564e54u  /* "EVNT" */
+
+struct CUevent_st {
+  unsigned magic;
+  int device;
+  unsigned long recorded; /* generation of the last record; 0: never */
+  unsigned long done;     /* highest generation whose marker has run */
+  int refs;               /* the handle, plus each queued item */
+};
+
+enum fake_op { FAKE_COPY, FAKE_HOST_FN, FAKE_MARK, FAKE_WAIT };
+
+struct fake_item {
+  enum fake_op op;
+  void *dst;
+  const void *src;
+  size_t bytes;
+  CUhostFn fn;
+  void *user_data;
+  struct CUevent_st *event;
+  unsigned long generation;
+  struct fake_item *next;
+};
+
+struct CUstream_st {
+  unsigned magic;
+  int device;
+  struct fake_item *head, *tail;
+  int stopping;
+  pthread_t worker;
+};
+
+static pthread_mutex_t fake_stream_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t fake_stream_changed = PTHREAD_COND_INITIALIZER;
+static long fake_live_streams;
+static long fake_live_events;
+
+/* Drops one reference; the caller holds fake_stream_lock. */
+static void event_release_locked(struct CUevent_st *e) {
+  if (--e->refs == 0) {
+    free(e);
+    --fake_live_events;
+  }
+}
+
+static int valid_stream(CUstream s) { return s != NULL && s->magic == FAKE_STREAM_MAGIC; }
+static int valid_event(CUevent e) { return e != NULL && e->magic == FAKE_EVENT_MAGIC; }
+
+static void *stream_main(void *arg) {
+  CUstream s = (CUstream)arg;
+  pthread_mutex_lock(&fake_stream_lock);
+  for (;;) {
+    struct fake_item *item = s->head;
+    if (item == NULL) {
+      if (s->stopping) break;
+      pthread_cond_wait(&fake_stream_changed, &fake_stream_lock);
+      continue;
+    }
+    if (item->op == FAKE_WAIT && item->event->done < item->generation) {
+      pthread_cond_wait(&fake_stream_changed, &fake_stream_lock);
+      continue;
+    }
+    if (item->op == FAKE_COPY || item->op == FAKE_HOST_FN) {
+      pthread_mutex_unlock(&fake_stream_lock);
+      if (item->op == FAKE_COPY)
+        memcpy(item->dst, item->src, item->bytes);
+      else
+        item->fn(item->user_data);
+      pthread_mutex_lock(&fake_stream_lock);
+    } else if (item->op == FAKE_MARK && item->event->done < item->generation) {
+      item->event->done = item->generation;
+    }
+    if (item->event != NULL) event_release_locked(item->event);
+    s->head = item->next;
+    if (s->head == NULL) s->tail = NULL;
+    free(item);
+    pthread_cond_broadcast(&fake_stream_changed);
+  }
+  pthread_mutex_unlock(&fake_stream_lock);
+  return NULL;
+}
+
+/* Creates a stream on `device`; no context needed. */
+static CUresult stream_create(CUstream *out, int device) {
+  CUstream s = (CUstream)calloc(1, sizeof *s);
+  if (s == NULL) return CUDA_ERROR_OUT_OF_MEMORY;
+  s->magic = FAKE_STREAM_MAGIC;
+  s->device = device;
+  if (pthread_create(&s->worker, NULL, stream_main, s) != 0) {
+    free(s);
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  }
+  pthread_mutex_lock(&fake_stream_lock);
+  ++fake_live_streams;
+  pthread_mutex_unlock(&fake_stream_lock);
+  *out = s;
+  return CUDA_SUCCESS;
+}
+
+/* Runs what is queued, then stops the worker and frees the stream. (The real
+   driver returns at once and finishes the work later.) */
+static CUresult stream_destroy(CUstream s) {
+  if (!valid_stream(s)) return CUDA_ERROR_INVALID_HANDLE;
+  pthread_mutex_lock(&fake_stream_lock);
+  s->stopping = 1;
+  s->magic = 0;
+  pthread_cond_broadcast(&fake_stream_changed);
+  pthread_mutex_unlock(&fake_stream_lock);
+  pthread_join(s->worker, NULL);
+  pthread_mutex_lock(&fake_stream_lock);
+  --fake_live_streams;
+  pthread_mutex_unlock(&fake_stream_lock);
+  free(s);
+  return CUDA_SUCCESS;
+}
+
+/* Blocks until `e` has reached `generation`; the caller holds the lock. */
+static void event_wait_locked(CUevent e, unsigned long generation) {
+  while (e->done < generation) pthread_cond_wait(&fake_stream_changed, &fake_stream_lock);
+}
+
+/* Queues `item` (malloc'ed by the caller) on `s`; takes the event reference
+   and, for a marker, the next generation. */
+static void enqueue_locked(CUstream s, struct fake_item *item) {
+  item->next = NULL;
+  if (item->event != NULL) {
+    ++item->event->refs;
+    if (item->op == FAKE_MARK) item->generation = ++item->event->recorded;
+  }
+  if (s->tail != NULL)
+    s->tail->next = item;
+  else
+    s->head = item;
+  s->tail = item;
+  pthread_cond_broadcast(&fake_stream_changed);
+}
+
+/* The work of one call: on a stream it is queued, on the legacy default
+   stream (NULL) it runs now. */
+static CUresult submit(CUstream s, enum fake_op op, void *dst, const void *src, size_t bytes,
+                       CUhostFn fn, void *user_data, CUevent e) {
+  struct fake_item *item;
+  if (current_device() < 0) return CUDA_ERROR_INVALID_CONTEXT;
+  if (s != NULL && !valid_stream(s)) return CUDA_ERROR_INVALID_HANDLE;
+  if (e != NULL && !valid_event(e)) return CUDA_ERROR_INVALID_HANDLE;
+  if (s == NULL) {
+    switch (op) {
+      case FAKE_COPY: memcpy(dst, src, bytes); break;
+      case FAKE_HOST_FN: fn(user_data); break;
+      case FAKE_MARK:
+        pthread_mutex_lock(&fake_stream_lock);
+        e->done = ++e->recorded;
+        pthread_cond_broadcast(&fake_stream_changed);
+        pthread_mutex_unlock(&fake_stream_lock);
+        break;
+      case FAKE_WAIT:
+        pthread_mutex_lock(&fake_stream_lock);
+        event_wait_locked(e, e->recorded);
+        pthread_mutex_unlock(&fake_stream_lock);
+        break;
+    }
+    return CUDA_SUCCESS;
+  }
+  item = (struct fake_item *)calloc(1, sizeof *item);
+  if (item == NULL) return CUDA_ERROR_OUT_OF_MEMORY;
+  item->op = op;
+  item->dst = dst;
+  item->src = src;
+  item->bytes = bytes;
+  item->fn = fn;
+  item->user_data = user_data;
+  item->event = e;
+  pthread_mutex_lock(&fake_stream_lock);
+  if (op == FAKE_WAIT) item->generation = e->recorded;
+  enqueue_locked(s, item);
+  pthread_mutex_unlock(&fake_stream_lock);
+  return CUDA_SUCCESS;
+}
+
+CUresult cuStreamCreate(CUstream *stream, unsigned int flags) {
+  int device = current_device();
+  if (stream == NULL || (flags != CU_STREAM_DEFAULT && flags != CU_STREAM_NON_BLOCKING))
+    return CUDA_ERROR_INVALID_VALUE;
+  if (device < 0) return CUDA_ERROR_INVALID_CONTEXT;
+  return stream_create(stream, device);
+}
+
+CUresult cuStreamDestroy_v2(CUstream stream) {
+  if (current_device() < 0) return CUDA_ERROR_INVALID_CONTEXT;
+  return stream_destroy(stream);
+}
+
+CUresult cuStreamSynchronize(CUstream stream) {
+  if (current_device() < 0) return CUDA_ERROR_INVALID_CONTEXT;
+  if (stream == NULL) return CUDA_SUCCESS;
+  if (!valid_stream(stream)) return CUDA_ERROR_INVALID_HANDLE;
+  pthread_mutex_lock(&fake_stream_lock);
+  while (stream->head != NULL) pthread_cond_wait(&fake_stream_changed, &fake_stream_lock);
+  pthread_mutex_unlock(&fake_stream_lock);
+  return CUDA_SUCCESS;
+}
+
+CUresult cuStreamQuery(CUstream stream) {
+  CUresult r;
+  if (current_device() < 0) return CUDA_ERROR_INVALID_CONTEXT;
+  if (stream == NULL) return CUDA_SUCCESS;
+  if (!valid_stream(stream)) return CUDA_ERROR_INVALID_HANDLE;
+  pthread_mutex_lock(&fake_stream_lock);
+  r = stream->head == NULL ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
+  pthread_mutex_unlock(&fake_stream_lock);
+  return r;
+}
+
+CUresult cuStreamWaitEvent(CUstream stream, CUevent event, unsigned int flags) {
+  if (flags != 0 || event == NULL) return CUDA_ERROR_INVALID_VALUE;
+  return submit(stream, FAKE_WAIT, NULL, NULL, 0, NULL, NULL, event);
+}
+
+CUresult cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream stream) {
+  if (bytes == 0) return CUDA_SUCCESS;
+  if (dst == 0 || src == 0) return CUDA_ERROR_INVALID_VALUE;
+  return submit(stream, FAKE_COPY, (void *)(uintptr_t)dst, (const void *)(uintptr_t)src, bytes,
+                NULL, NULL, NULL);
+}
+
+CUresult cuLaunchHostFunc(CUstream stream, CUhostFn fn, void *user_data) {
+  if (fn == NULL) return CUDA_ERROR_INVALID_VALUE;
+  return submit(stream, FAKE_HOST_FN, NULL, NULL, 0, fn, user_data, NULL);
+}
+
+CUresult cuEventCreate(CUevent *event, unsigned int flags) {
+  CUevent e;
+  int device = current_device();
+  if (event == NULL || (flags & ~(unsigned)(CU_EVENT_BLOCKING_SYNC | CU_EVENT_DISABLE_TIMING |
+                                             CU_EVENT_INTERPROCESS)))
+    return CUDA_ERROR_INVALID_VALUE;
+  if (device < 0) return CUDA_ERROR_INVALID_CONTEXT;
+  e = (CUevent)calloc(1, sizeof *e);
+  if (e == NULL) return CUDA_ERROR_OUT_OF_MEMORY;
+  e->magic = FAKE_EVENT_MAGIC;
+  e->device = device;
+  e->refs = 1;
+  pthread_mutex_lock(&fake_stream_lock);
+  ++fake_live_events;
+  pthread_mutex_unlock(&fake_stream_lock);
+  *event = e;
+  return CUDA_SUCCESS;
+}
+
+/* Work still queued keeps the event alive until it has run. */
+CUresult cuEventDestroy_v2(CUevent event) {
+  if (current_device() < 0) return CUDA_ERROR_INVALID_CONTEXT;
+  if (!valid_event(event)) return CUDA_ERROR_INVALID_HANDLE;
+  pthread_mutex_lock(&fake_stream_lock);
+  event->magic = 0;
+  event_release_locked(event);
+  pthread_mutex_unlock(&fake_stream_lock);
+  return CUDA_SUCCESS;
+}
+
+/* Like the real driver: the event and the stream must share a context. */
+CUresult cuEventRecord(CUevent event, CUstream stream) {
+  int device = current_device();
+  if (!valid_event(event)) return CUDA_ERROR_INVALID_HANDLE;
+  if (stream != NULL && valid_stream(stream)) device = stream->device;
+  if (device >= 0 && device != event->device) return CUDA_ERROR_INVALID_HANDLE;
+  return submit(stream, FAKE_MARK, NULL, NULL, 0, NULL, NULL, event);
+}
+
+CUresult cuEventQuery(CUevent event) {
+  CUresult r;
+  if (current_device() < 0) return CUDA_ERROR_INVALID_CONTEXT;
+  if (!valid_event(event)) return CUDA_ERROR_INVALID_HANDLE;
+  pthread_mutex_lock(&fake_stream_lock);
+  r = event->done >= event->recorded ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
+  pthread_mutex_unlock(&fake_stream_lock);
+  return r;
+}
+
+CUresult cuEventSynchronize(CUevent event) {
+  if (current_device() < 0) return CUDA_ERROR_INVALID_CONTEXT;
+  if (!valid_event(event)) return CUDA_ERROR_INVALID_HANDLE;
+  pthread_mutex_lock(&fake_stream_lock);
+  event_wait_locked(event, event->recorded);
+  pthread_mutex_unlock(&fake_stream_lock);
+  return CUDA_SUCCESS;
+}
+
 static const struct {
   CUresult code;
   const char *name;
@@ -318,6 +621,8 @@ static const struct {
     {CUDA_ERROR_INVALID_CONTEXT, "CUDA_ERROR_INVALID_CONTEXT", "invalid device context"},
     {CUDA_ERROR_ILLEGAL_ADDRESS, "CUDA_ERROR_ILLEGAL_ADDRESS",
      "an illegal memory access was encountered"},
+    {CUDA_ERROR_NOT_READY, "CUDA_ERROR_NOT_READY", "device not ready"},
+    {CUDA_ERROR_INVALID_HANDLE, "CUDA_ERROR_INVALID_HANDLE", "invalid resource handle"},
 };
 
 CUresult cuGetErrorName(CUresult error, const char **name) {
@@ -384,3 +689,32 @@ size_t fake_cuda_used(int device) {
   pthread_mutex_unlock(&fake_lock);
   return n;
 }
+
+/* Streams and events that are alive (created, not yet destroyed; an event
+   destroyed with work pending stays alive until that work has run). */
+long fake_cuda_live_streams(void) {
+  long n;
+  pthread_mutex_lock(&fake_stream_lock);
+  n = fake_live_streams;
+  pthread_mutex_unlock(&fake_stream_lock);
+  return n;
+}
+
+long fake_cuda_live_events(void) {
+  long n;
+  pthread_mutex_lock(&fake_stream_lock);
+  n = fake_live_events;
+  pthread_mutex_unlock(&fake_stream_lock);
+  return n;
+}
+
+/* A stream of a device made as a caller's own code would, for
+   dao_stream_wrap(); NULL on failure. Needs no current context. */
+CUstream fake_cuda_stream_create(int device) {
+  CUstream s = NULL;
+  if (!checked_device(device) || stream_create(&s, device) != CUDA_SUCCESS) return NULL;
+  return s;
+}
+
+/* Destroys a stream of fake_cuda_stream_create(); 0 on success. */
+int fake_cuda_stream_destroy(CUstream stream) { return (int)stream_destroy(stream); }

@@ -1,0 +1,154 @@
+// dao_allocator_snapshot, the dao_snapshot readers, and the JSON export.
+#include <cstring>
+#include <string>
+
+#include "capi/allocator_handle.hpp"
+#include "capi/guard.hpp"
+#include "util/format.hpp"
+
+using namespace dao::detail;
+
+namespace {
+
+const char* pool_name(dao_stat_pool pool) {
+  return pool == DAO_STAT_POOL_SMALL ? "small" : pool == DAO_STAT_POOL_LARGE ? "large" : "all";
+}
+
+const char* state_name(dao_block_state state) {
+  switch (state) {
+    case DAO_BLOCK_FREE: return "free";
+    case DAO_BLOCK_ALLOCATED: return "allocated";
+    case DAO_BLOCK_PENDING_FREE: return "pending_free";
+  }
+  return "unknown";
+}
+
+// Copies `source` into the caller's size-tagged struct (first field
+// struct_size), refusing a size smaller than this version's.
+template <class Info>
+void copy_out(const Info& source, Info* target, const char* function) {
+  require_non_null(target, function, "info");
+  if (target->struct_size < sizeof(Info)) {
+    throw invalid_argument(strprintf("%s: info->struct_size is %zu; set it to sizeof (%zu)", function,
+                                     target->struct_size, sizeof(Info)));
+  }
+  std::size_t caller_size = target->struct_size;
+  std::memset(reinterpret_cast<char*>(target) + sizeof(Info), 0, caller_size - sizeof(Info));
+  std::memcpy(target, &source, sizeof(Info));
+  target->struct_size = caller_size;
+}
+
+std::string to_json(const dao_allocator& h, const dao_snapshot& snap) {
+  std::string out;
+  const char* config = h.config.c_str();
+  out += strprintf("{\"strategy\":\"%s\",\"place\":\"%s\",\"config\":\"%s\",\"stats\":{",
+                   h.impl->name(), place_to_string(h.impl->upstream().place()).c_str(), config);
+  static const char* const metrics[DAO_STAT_METRIC_COUNT] = {
+      "allocated_bytes", "allocated_blocks", "reserved_bytes", "reserved_segments",
+      "active_bytes", "active_blocks", "inactive_split_bytes", "inactive_split_blocks",
+      "requested_bytes"};
+  bool first = true;
+  for (int m = 0; m < DAO_STAT_METRIC_COUNT; ++m) {
+    for (int p = 0; p < DAO_STAT_POOL_COUNT; ++p) {
+      dao_stat s{};
+      if (!h.impl->stat(m, p, s)) continue;
+      out += strprintf("%s\"%s.%s\":{\"current\":%lld,\"peak\":%lld,\"allocated\":%lld,\"freed\":%lld}",
+                       first ? "" : ",", metrics[m], pool_name(static_cast<dao_stat_pool>(p)),
+                       static_cast<long long>(s.current), static_cast<long long>(s.peak),
+                       static_cast<long long>(s.allocated), static_cast<long long>(s.freed));
+      first = false;
+    }
+  }
+  out += "},\"segments\":[";
+  for (std::size_t i = 0; i < snap.segments.size(); ++i) {
+    const auto& seg = snap.segments[i];
+    out += strprintf("%s{\"address\":%llu,\"size\":%zu,\"mapped_bytes\":%zu,\"pool\":\"%s\","
+                     "\"stream\":%llu,\"expandable\":%s,\"blocks\":[",
+                     i ? "," : "", static_cast<unsigned long long>(seg.info.address), seg.info.size,
+                     seg.info.mapped_bytes, pool_name(seg.info.pool),
+                     static_cast<unsigned long long>(reinterpret_cast<std::uintptr_t>(seg.info.stream)),
+                     seg.info.expandable ? "true" : "false");
+    for (std::size_t j = 0; j < seg.blocks.size(); ++j) {
+      const dao_block_info& b = seg.blocks[j];
+      out += strprintf("%s{\"address\":%llu,\"size\":%zu,\"requested_size\":%zu,\"state\":\"%s\","
+                       "\"stream\":%llu}",
+                       j ? "," : "", static_cast<unsigned long long>(b.address), b.size,
+                       b.requested_size, state_name(b.state),
+                       static_cast<unsigned long long>(reinterpret_cast<std::uintptr_t>(b.stream)));
+    }
+    out += "]}";
+  }
+  out += "]}";
+  return out;
+}
+
+}  // namespace
+
+extern "C" dao_status dao_allocator_snapshot(dao_allocator* a, dao_snapshot** out) {
+  return guarded([&] {
+    dao_allocator& h = checked(a, "dao_allocator_snapshot");
+    require_non_null(out, "dao_allocator_snapshot", "out");
+    *out = h.impl->snapshot().release();
+  });
+}
+
+extern "C" dao_status dao_snapshot_segment_count(const dao_snapshot* snapshot, size_t* count) {
+  return guarded([&] {
+    require_non_null(snapshot, "dao_snapshot_segment_count", "snapshot");
+    require_non_null(count, "dao_snapshot_segment_count", "count");
+    *count = snapshot->segments.size();
+  });
+}
+
+extern "C" dao_status dao_snapshot_segment(const dao_snapshot* snapshot, size_t index,
+                                           dao_segment_info* info) {
+  return guarded([&] {
+    require_non_null(snapshot, "dao_snapshot_segment", "snapshot");
+    if (index >= snapshot->segments.size()) {
+      throw invalid_argument(strprintf("dao_snapshot_segment: index %zu is out of range (%zu segments)",
+                                       index, snapshot->segments.size()));
+    }
+    copy_out(snapshot->segments[index].info, info, "dao_snapshot_segment");
+  });
+}
+
+extern "C" dao_status dao_snapshot_block(const dao_snapshot* snapshot, size_t segment, size_t index,
+                                         dao_block_info* info) {
+  return guarded([&] {
+    require_non_null(snapshot, "dao_snapshot_block", "snapshot");
+    if (segment >= snapshot->segments.size()) {
+      throw invalid_argument(strprintf("dao_snapshot_block: segment %zu is out of range (%zu segments)",
+                                       segment, snapshot->segments.size()));
+    }
+    const auto& blocks = snapshot->segments[segment].blocks;
+    if (index >= blocks.size()) {
+      throw invalid_argument(strprintf("dao_snapshot_block: block %zu is out of range (%zu blocks)",
+                                       index, blocks.size()));
+    }
+    copy_out(blocks[index], info, "dao_snapshot_block");
+  });
+}
+
+extern "C" dao_status dao_snapshot_destroy(dao_snapshot* snapshot) {
+  delete snapshot;
+  return DAO_OK;
+}
+
+extern "C" dao_status dao_allocator_snapshot_json(dao_allocator* a, char* buffer, size_t capacity,
+                                                  size_t* length) {
+  return guarded([&] {
+    dao_allocator& h = checked(a, "dao_allocator_snapshot_json");
+    require_non_null(length, "dao_allocator_snapshot_json", "length");
+    if (buffer == nullptr && capacity > 0) {
+      throw invalid_argument("dao_allocator_snapshot_json: buffer is NULL but capacity is not 0");
+    }
+    std::unique_ptr<dao_snapshot> snap = h.impl->snapshot();
+    std::string json = to_json(h, *snap);
+    if (capacity > 0) {
+      std::size_t n = json.size() < capacity - 1 ? json.size() : capacity - 1;
+      std::memcpy(buffer, json.data(), n);
+      buffer[n] = '\0';
+    }
+    *length = json.size();
+  });
+}

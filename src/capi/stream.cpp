@@ -1,0 +1,259 @@
+// dao_stream_*, dao_event_*, dao_memcpy_async and dao_launch_host_func: the
+// handles over each place's stream_impl / event_impl. A NULL stream is the
+// default stream: its work runs at once, on the calling thread.
+#include <cstdint>
+#include <cstring>
+#include <memory>
+
+#include "capi/guard.hpp"
+#include "resource/sim_stream.hpp"
+#include "resource/stream.hpp"
+#include "resource/system_resource.hpp"
+#include "util/format.hpp"
+
+namespace dao::detail {
+
+dao_stream_st& checked_stream(dao_stream s, const char* function) {
+  require_non_null(s, function, "stream");
+  if (s->magic != dao_stream_st::kMagic) {
+    throw invalid_argument(strprintf("%s: %p is not a live dao_stream handle", function,
+                                     static_cast<void*>(s)));
+  }
+  return *s;
+}
+
+dao_event_st& checked_event(dao_event e, const char* function) {
+  require_non_null(e, function, "event");
+  if (e->magic != dao_event_st::kMagic) {
+    throw invalid_argument(strprintf("%s: %p is not a live dao_event handle", function,
+                                     static_cast<void*>(e)));
+  }
+  return *e;
+}
+
+namespace {
+
+bool same_place(dao_place a, dao_place b) noexcept {
+  return raw_kind(a.kind) == raw_kind(b.kind) && a.device == b.device;
+}
+
+// Events are tied to their place's streams; a SIM event is plain host
+// synchronisation, so SIM streams may also wait on another SIM device's.
+void require_compatible(const dao_stream_st& s, const dao_event_st& e, bool waiting,
+                        const char* function) {
+  if (same_place(s.place, e.place)) return;
+  if (waiting && raw_kind(s.place.kind) == DAO_PLACE_SIM &&
+      raw_kind(e.place.kind) == DAO_PLACE_SIM) {
+    return;
+  }
+  throw invalid_argument(strprintf(
+      "%s: the stream is on %s but the event is on %s; %s", function,
+      place_to_string(s.place).c_str(), place_to_string(e.place).c_str(),
+      waiting ? "a stream can wait only on events of its own place (or, between SIM devices, "
+                "of any SIM device)"
+              : "an event can be recorded only on a stream of its own place"));
+}
+
+// Recording on the default stream: the event completes at once.
+void complete_now(dao_event_st& e) {
+  switch (raw_kind(e.place.kind)) {
+    case DAO_PLACE_CPU:
+      return;  // a CPU event is always complete
+    case DAO_PLACE_SIM:
+      sim_event_complete_now(*e.impl);
+      return;
+    default: {
+      // CUDA: record on the legacy default stream, then wait for it, so the
+      // event is complete when this returns.
+      std::unique_ptr<stream_impl> legacy = resource_for(e.place).wrap_stream(nullptr);
+      legacy->record(*e.impl);
+      e.impl->synchronize();
+      return;
+    }
+  }
+}
+
+// Refuses ranges that overlap or that run past the end of the address space.
+void check_copy(void* dst, const void* src, std::size_t bytes) {
+  require_non_null(dst, "dao_memcpy_async", "dst");
+  require_non_null(src, "dao_memcpy_async", "src");
+  const auto d = reinterpret_cast<std::uintptr_t>(dst);
+  const auto s = reinterpret_cast<std::uintptr_t>(src);
+  if (bytes - 1 > UINTPTR_MAX - d || bytes - 1 > UINTPTR_MAX - s) {
+    throw invalid_argument(strprintf(
+        "dao_memcpy_async: %zu bytes from %p to %p run past the end of the address space", bytes,
+        src, dst));
+  }
+  // Inclusive ends: d + bytes itself may wrap to 0.
+  if (d <= s + (bytes - 1) && s <= d + (bytes - 1)) {
+    throw invalid_argument(strprintf(
+        "dao_memcpy_async: the ranges overlap (%zu bytes from %p to %p); copies between "
+        "overlapping ranges are not supported",
+        bytes, src, dst));
+  }
+}
+
+}  // namespace
+}  // namespace dao::detail
+
+using namespace dao::detail;
+
+extern "C" dao_status dao_stream_create(dao_place place, dao_stream* out) {
+  return guarded([&] {
+    require_non_null(out, "dao_stream_create", "out");
+    system_resource& resource = resource_for(place);
+    auto handle = std::make_unique<dao_stream_st>();
+    handle->place = resource.place();
+    handle->impl = resource.create_stream();
+    *out = handle.release();
+  });
+}
+
+extern "C" dao_status dao_stream_wrap(dao_place place, void* native, dao_stream* out) {
+  return guarded([&] {
+    require_non_null(out, "dao_stream_wrap", "out");
+    system_resource& resource = resource_for(place);
+    auto handle = std::make_unique<dao_stream_st>();
+    handle->place = resource.place();
+    handle->impl = resource.wrap_stream(native);
+    *out = handle.release();
+  });
+}
+
+extern "C" dao_status dao_stream_native(dao_stream stream, void** native) {
+  return guarded([&] {
+    dao_stream_st& s = checked_stream(stream, "dao_stream_native");
+    require_non_null(native, "dao_stream_native", "native");
+    *native = s.impl->native();
+  });
+}
+
+extern "C" dao_status dao_stream_place(dao_stream stream, dao_place* place) {
+  return guarded([&] {
+    dao_stream_st& s = checked_stream(stream, "dao_stream_place");
+    require_non_null(place, "dao_stream_place", "place");
+    *place = s.place;
+  });
+}
+
+extern "C" dao_status dao_stream_synchronize(dao_stream stream) {
+  return guarded([&] {
+    if (stream == nullptr) return;
+    checked_stream(stream, "dao_stream_synchronize").impl->synchronize();
+  });
+}
+
+extern "C" dao_status dao_stream_query(dao_stream stream, int* idle) {
+  return guarded([&] {
+    require_non_null(idle, "dao_stream_query", "idle");
+    if (stream == nullptr) {
+      *idle = 1;
+      return;
+    }
+    bool done = checked_stream(stream, "dao_stream_query").impl->query();
+    *idle = done ? 1 : 0;
+  });
+}
+
+extern "C" dao_status dao_stream_wait_event(dao_stream stream, dao_event event) {
+  return guarded([&] {
+    dao_event_st& e = checked_event(event, "dao_stream_wait_event");
+    if (stream == nullptr) {
+      e.impl->synchronize();
+      return;
+    }
+    dao_stream_st& s = checked_stream(stream, "dao_stream_wait_event");
+    require_compatible(s, e, true, "dao_stream_wait_event");
+    s.impl->wait(*e.impl);
+  });
+}
+
+extern "C" dao_status dao_stream_destroy(dao_stream stream) {
+  return guarded([&] {
+    dao_stream_st& s = checked_stream(stream, "dao_stream_destroy");
+    // Run the queued work here first: a host function destroying its own
+    // stream gets DAO_ERR_INVALID_STATE instead of a hang or an abort. Any
+    // other failure of the work does not keep the handle alive.
+    try {
+      s.impl->synchronize();
+    } catch (const invalid_state&) {
+      throw;
+    } catch (const error&) {
+    }
+    s.magic = 0;
+    delete &s;
+  });
+}
+
+extern "C" dao_status dao_event_create(dao_place place, dao_event* out) {
+  return guarded([&] {
+    require_non_null(out, "dao_event_create", "out");
+    system_resource& resource = resource_for(place);
+    auto handle = std::make_unique<dao_event_st>();
+    handle->place = resource.place();
+    handle->impl = resource.create_event();
+    *out = handle.release();
+  });
+}
+
+extern "C" dao_status dao_event_record(dao_event event, dao_stream stream) {
+  return guarded([&] {
+    dao_event_st& e = checked_event(event, "dao_event_record");
+    if (stream == nullptr) {
+      complete_now(e);
+      return;
+    }
+    dao_stream_st& s = checked_stream(stream, "dao_event_record");
+    require_compatible(s, e, false, "dao_event_record");
+    s.impl->record(*e.impl);
+  });
+}
+
+extern "C" dao_status dao_event_query(dao_event event, int* done) {
+  return guarded([&] {
+    dao_event_st& e = checked_event(event, "dao_event_query");
+    require_non_null(done, "dao_event_query", "done");
+    *done = e.impl->query() ? 1 : 0;
+  });
+}
+
+extern "C" dao_status dao_event_synchronize(dao_event event) {
+  return guarded([&] { checked_event(event, "dao_event_synchronize").impl->synchronize(); });
+}
+
+extern "C" dao_status dao_event_destroy(dao_event event) {
+  return guarded([&] {
+    dao_event_st& e = checked_event(event, "dao_event_destroy");
+    e.magic = 0;
+    delete &e;
+  });
+}
+
+extern "C" dao_status dao_memcpy_async(void* dst, const void* src, size_t bytes,
+                                       dao_stream stream) {
+  return guarded([&] {
+    dao_stream_st* s = stream != nullptr ? &checked_stream(stream, "dao_memcpy_async") : nullptr;
+    if (bytes == 0) return;
+    check_copy(dst, src, bytes);
+    if (s == nullptr) {
+      std::memcpy(dst, src, bytes);
+    } else {
+      s->impl->copy(dst, src, bytes);
+    }
+  });
+}
+
+extern "C" dao_status dao_launch_host_func(dao_stream stream, dao_host_fn fn, void* user_data) {
+  return guarded([&] {
+    dao_stream_st* s =
+        stream != nullptr ? &checked_stream(stream, "dao_launch_host_func") : nullptr;
+    if (fn == nullptr) {
+      throw invalid_argument("dao_launch_host_func: fn must not be NULL");
+    }
+    if (s == nullptr) {
+      fn(user_data);
+    } else {
+      s->impl->launch_host_func(fn, user_data);
+    }
+  });
+}

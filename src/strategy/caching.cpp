@@ -1,0 +1,898 @@
+#include "strategy/caching.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <iterator>
+
+#include "util/format.hpp"
+
+namespace dao::detail {
+
+namespace {
+
+constexpr std::size_t kMinBlock = 512;                      // smallest block
+constexpr std::size_t kSmallSize = std::size_t(1) << 20;    // small pool: <= 1 MiB
+constexpr std::size_t kSmallBuffer = std::size_t(2) << 20;  // small segments
+constexpr std::size_t kLargeBuffer = std::size_t(20) << 20; // 1-10 MiB segments
+constexpr std::size_t kMinLargeAlloc = std::size_t(10) << 20;
+constexpr std::size_t kRoundLarge = std::size_t(2) << 20;
+constexpr std::size_t kMaxArena = std::size_t(1) << 40;     // addresses per segment
+
+std::size_t round_up(std::size_t x, std::size_t unit) noexcept { return (x + unit - 1) / unit * unit; }
+std::size_t round_down(std::size_t x, std::size_t unit) noexcept { return x / unit * unit; }
+
+bool is_power_of_two(std::size_t x) noexcept { return x != 0 && (x & (x - 1)) == 0; }
+
+}  // namespace
+
+// ---------------------------------------------------------------- options
+
+caching_options caching_options::from_config(config& cfg, const system_resource& upstream) {
+  caching_options o;
+  const char* ctx = cfg.context().c_str();
+  if (auto v = cfg.take_size("max_split_size")) o.max_split_size = *v == 0 ? SIZE_MAX : *v;
+  if (auto v = cfg.take_double("max_split_size_mb")) {
+    if (*v < 0 || *v != static_cast<double>(static_cast<std::size_t>(*v)))
+      throw invalid_argument(strprintf("%s: max_split_size_mb must be a whole number", ctx));
+    o.max_split_size = *v == 0 ? SIZE_MAX : static_cast<std::size_t>(*v) << 20;
+  }
+  if (o.max_split_size != SIZE_MAX && o.max_split_size <= kLargeBuffer) {
+    throw invalid_argument(strprintf(
+        "%s: max_split_size must be larger than 20 MiB (blocks that large are never split), "
+        "or 0 for no limit",
+        ctx));
+  }
+  if (auto v = cfg.take_double("roundup_power2_divisions")) {
+    if (*v < 0 || *v > 64 || (*v != 0 && !is_power_of_two(static_cast<std::size_t>(*v))) ||
+        *v != static_cast<double>(static_cast<unsigned>(*v)))
+      throw invalid_argument(strprintf("%s: roundup_power2_divisions must be 0 or a power of two "
+                                       "up to 64",
+                                       ctx));
+    o.roundup_power2_divisions = static_cast<unsigned>(*v);
+  }
+  if (auto v = cfg.take_double("garbage_collection_threshold")) {
+    if (!(*v >= 0 && *v < 1))
+      throw invalid_argument(strprintf("%s: garbage_collection_threshold must be in [0, 1)", ctx));
+    o.garbage_collection_threshold = *v;
+  }
+  if (auto v = cfg.take_double("memory_fraction")) {
+    if (!(*v >= 0 && *v <= 1))
+      throw invalid_argument(strprintf("%s: memory_fraction must be in [0, 1] (0: no limit)", ctx));
+    o.memory_fraction = *v;
+  }
+  if (auto v = cfg.take_size("max_pool")) o.max_pool = *v;
+  if (auto v = cfg.take_bool("expandable_segments")) o.expandable_segments = *v;
+  cfg.reject_unknown({"max_split_size", "max_split_size_mb", "roundup_power2_divisions",
+                      "garbage_collection_threshold", "memory_fraction", "max_pool",
+                      "expandable_segments"});
+  if (o.garbage_collection_threshold > 0 && o.memory_fraction == 0 && o.max_pool == 0 &&
+      upstream.info().total_bytes == 0) {
+    throw invalid_argument(strprintf("%s: garbage_collection_threshold needs a limit: set "
+                                     "memory_fraction or max_pool",
+                                     ctx));
+  }
+  if (const char* env = std::getenv("DAO_NO_CACHING"); env != nullptr && std::strcmp(env, "1") == 0)
+    o.no_caching = true;
+  if (o.no_caching) o.expandable_segments = false;
+  return o;
+}
+
+std::string caching_strategy::effective_config() const {
+  return strprintf(
+      "max_split_size=%s,roundup_power2_divisions=%u,garbage_collection_threshold=%g,"
+      "memory_fraction=%g,max_pool=%s,expandable_segments=%s",
+      options_.max_split_size == SIZE_MAX ? "0" : format_size_exact(options_.max_split_size).c_str(),
+      options_.roundup_power2_divisions, options_.garbage_collection_threshold,
+      options_.memory_fraction, format_size_exact(options_.max_pool).c_str(),
+      options_.expandable_segments && granularity_ != 0 ? "true" : "false");
+}
+
+// ------------------------------------------------------------ construction
+
+caching_strategy::caching_strategy(system_resource& upstream, const caching_options& options)
+    : strategy(upstream), options_(options) {
+  if (options_.expandable_segments) granularity_ = upstream.map_granularity();
+  if (granularity_ != 0) {
+    // Addresses cost nothing: reserve several times the place's memory per
+    // expandable segment so that holes never run it out of addresses.
+    std::size_t total = upstream.info().total_bytes;
+    std::size_t want = std::max<std::size_t>(total, std::size_t(16) << 20);
+    arena_size_ = round_up(std::min(want * 4, kMaxArena), granularity_);
+  }
+}
+
+caching_strategy::~caching_strategy() {
+  // Destroy is refused while blocks are live; wait for pending frees and
+  // give every segment back.
+  try {
+    process_events(true);
+  } catch (...) {
+  }
+  for (std::uint32_t i = 0; i < segments_.size(); ++i) {
+    segment& seg = segments_[i];
+    if (!seg.live) continue;
+    if (seg.expandable) {
+      for (const auto& [start, end] : seg.mapped)
+        upstream().unmap(reinterpret_cast<void*>(seg.base + start), end - start);
+      upstream().release_addresses(reinterpret_cast<void*>(seg.base), seg.size);
+    } else {
+      upstream().deallocate(reinterpret_cast<void*>(seg.base), seg.size);
+    }
+  }
+}
+
+// --------------------------------------------------------- sizes and bins
+
+std::size_t caching_strategy::round_size(std::size_t bytes) const {
+  if (bytes <= kMinBlock) return kMinBlock;
+  const unsigned divisions = options_.roundup_power2_divisions;
+  if (divisions > 1 && bytes > kMinBlock * divisions) {
+    // Round up to the next of `divisions` steps between two powers of two.
+    std::size_t floor2 = std::size_t(1) << (63 - __builtin_clzll(bytes));
+    if (floor2 == bytes) return bytes;
+    std::size_t step = floor2 / divisions;
+    return floor2 + round_up(bytes - floor2, step);
+  }
+  return round_up(bytes, kMinBlock);
+}
+
+std::size_t caching_strategy::segment_size(std::size_t rounded) const noexcept {
+  if (options_.no_caching) return rounded;
+  if (rounded <= kSmallSize) return kSmallBuffer;
+  if (rounded < kMinLargeAlloc) return kLargeBuffer;
+  return round_up(rounded, kRoundLarge);
+}
+
+void caching_strategy::bin_of(std::size_t size, int& fl, int& sl) noexcept {
+  std::size_t units = size / kMinBlock;
+  if (units < kSecondLevels) {
+    fl = 0;
+    sl = static_cast<int>(units);
+    return;
+  }
+  int lg = 63 - __builtin_clzll(units);
+  fl = lg - 4;
+  sl = static_cast<int>((units >> (lg - 5)) & (kSecondLevels - 1));
+}
+
+// ------------------------------------------------------------ bookkeeping
+
+std::uint32_t caching_strategy::new_record() {
+  if (!spare_records_.empty()) {
+    std::uint32_t r = spare_records_.back();
+    spare_records_.pop_back();
+    blocks_[r] = block{};
+    return r;
+  }
+  blocks_.emplace_back();
+  return static_cast<std::uint32_t>(blocks_.size() - 1);
+}
+
+void caching_strategy::drop_record(std::uint32_t index) noexcept {
+  spare_records_.push_back(index);  // capacity kept by reserve_bookkeeping
+}
+
+// Room for the records, links and map entries one allocation can create, so
+// that nothing after the first change can fail for lack of host memory.
+void caching_strategy::reserve_bookkeeping() {
+  if (blocks_.capacity() < blocks_.size() + 2)
+    blocks_.reserve(std::max<std::size_t>(64, blocks_.capacity() * 2));
+  if (spare_records_.capacity() < blocks_.capacity()) spare_records_.reserve(blocks_.capacity());
+  if (segments_.capacity() < segments_.size() + 1)
+    segments_.reserve(std::max<std::size_t>(8, segments_.capacity() * 2));
+  if (pools_.capacity() < pools_.size() + 2)
+    pools_.reserve(std::max<std::size_t>(4, pools_.capacity() * 2));
+  live_.reserve(live_.size() + 1);
+}
+
+std::uint32_t caching_strategy::pool_for(dao_stream stream, bool small) {
+  if (stream != last_stream_) {
+    last_stream_ = stream;
+    last_pools_[0] = last_pools_[1] = kNone;
+  }
+  std::uint32_t& cached = last_pools_[small ? 1 : 0];
+  if (cached != kNone) return cached;
+  const std::uintptr_t key = reinterpret_cast<std::uintptr_t>(stream) | (small ? 1u : 0u);
+  auto it = pool_index_.find(key);
+  if (it == pool_index_.end()) {
+    pools_.emplace_back();  // capacity reserved
+    pool& p = pools_.back();
+    p.stream = stream;
+    p.small = small;
+    std::fill(&p.heads[0][0], &p.heads[0][0] + kFirstLevels * kSecondLevels, kNone);
+    it = pool_index_.emplace(key, static_cast<std::uint32_t>(pools_.size() - 1)).first;
+  }
+  cached = it->second;
+  return cached;
+}
+
+bool caching_strategy::is_split(const block& b) const noexcept {
+  if (b.prev == kNone && b.next == kNone) return false;
+  // The unused end of an expandable segment is addresses, not fragmentation.
+  return !(b.expandable && b.next == kNone);
+}
+
+void caching_strategy::bin_insert(std::uint32_t index) noexcept {
+  block& b = blocks_[index];
+  int fl, sl;
+  bin_of(b.size, fl, sl);
+  pool& p = pools_[b.pool];
+  b.bin = static_cast<std::uint16_t>(fl * kSecondLevels + sl);
+  b.bin_prev = kNone;
+  b.bin_next = p.heads[fl][sl];
+  if (b.bin_next != kNone) blocks_[b.bin_next].bin_prev = index;
+  p.heads[fl][sl] = index;
+  p.second_level[fl] |= 1u << sl;
+  p.first_level |= std::uint64_t(1) << fl;
+  if (is_split(b)) count_split(index, true);
+}
+
+void caching_strategy::bin_remove(std::uint32_t index) noexcept {
+  block& b = blocks_[index];
+  const int fl = b.bin / kSecondLevels, sl = b.bin % kSecondLevels;
+  pool& p = pools_[b.pool];
+  if (b.bin_prev != kNone) blocks_[b.bin_prev].bin_next = b.bin_next;
+  else p.heads[fl][sl] = b.bin_next;
+  if (b.bin_next != kNone) blocks_[b.bin_next].bin_prev = b.bin_prev;
+  if (p.heads[fl][sl] == kNone) {
+    p.second_level[fl] &= ~(1u << sl);
+    if (p.second_level[fl] == 0) p.first_level &= ~(std::uint64_t(1) << fl);
+  }
+  if (b.counted_split) count_split(index, false);
+}
+
+bool caching_strategy::fits(const block& b, std::size_t size) const noexcept {
+  if (b.size < size) return false;
+  if (options_.max_split_size == SIZE_MAX || b.expandable) return true;
+  // PyTorch's rule: oversize blocks serve only oversize requests, within a
+  // bounded slack.
+  if (size < options_.max_split_size) return b.size < options_.max_split_size;
+  return b.size < size + kLargeBuffer;
+}
+
+// Best fit within a few percent: the smallest fitting block among the first
+// of the request's own bin, else the first fitting block of the next
+// non-empty bin (bins are 1/32 of a power of two wide, so it is at most ~3%
+// larger than the best, and what it has too much is split off).
+std::uint32_t caching_strategy::find_free(std::uint32_t pool_index, std::size_t size) noexcept {
+  constexpr int kScan = 4;  // each record visited is a likely cache miss
+  const pool& p = pools_[pool_index];
+  int fl, sl;
+  bin_of(size, fl, sl);
+  auto best_in_bin = [&](int f, int s) {
+    std::uint32_t best = kNone;
+    int scanned = 0;
+    for (std::uint32_t i = p.heads[f][s]; i != kNone && scanned < kScan;
+         i = blocks_[i].bin_next, ++scanned) {
+      const block& b = blocks_[i];
+      if (!fits(b, size)) continue;
+      if (best == kNone || b.size < blocks_[best].size ||
+          (b.size == blocks_[best].size && b.addr < blocks_[best].addr))
+        best = i;
+      if (b.size == size) break;
+    }
+    return best;
+  };
+  if (p.second_level[fl] & (1u << sl)) {
+    std::uint32_t best = best_in_bin(fl, sl);
+    if (best != kNone) return best;
+  }
+  auto first_in_bin = [&](int f, int s) {
+    int scanned = 0;
+    for (std::uint32_t i = p.heads[f][s]; i != kNone && scanned < kScan;
+         i = blocks_[i].bin_next, ++scanned)
+      if (fits(blocks_[i], size)) return i;
+    return kNone;
+  };
+  int f = fl, s = sl;
+  while (true) {
+    std::uint32_t above = s + 1 < kSecondLevels ? p.second_level[f] & (~0u << (s + 1)) : 0;
+    if (above != 0) {
+      s = __builtin_ctz(above);
+    } else {
+      std::uint64_t higher = f + 1 < 64 ? p.first_level & (~std::uint64_t(0) << (f + 1)) : 0;
+      if (higher == 0) return kNone;
+      f = __builtin_ctzll(higher);
+      s = __builtin_ctz(p.second_level[f]);
+    }
+    std::uint32_t found = first_in_bin(f, s);
+    if (found != kNone) return found;
+  }
+}
+
+// ------------------------------------------------------- upstream memory
+
+std::size_t caching_strategy::limit() const noexcept {
+  std::size_t cap = options_.max_pool;
+  if (options_.memory_fraction > 0) {
+    std::size_t total = 0;
+    try {
+      total = upstream().info().total_bytes;
+    } catch (...) {
+    }
+    auto by_fraction = static_cast<std::size_t>(static_cast<double>(total) * options_.memory_fraction);
+    if (total != 0 && (cap == 0 || by_fraction < cap)) cap = by_fraction;
+  }
+  return cap;
+}
+
+bool caching_strategy::within_limit(std::size_t extra) const noexcept {
+  std::size_t cap = limit();
+  auto reserved = static_cast<std::size_t>(stats_[DAO_STAT_RESERVED_BYTES][DAO_STAT_POOL_ALL].current);
+  return cap == 0 || (extra <= cap && reserved <= cap - extra);
+}
+
+std::uint32_t caching_strategy::add_segment(std::uint32_t pool_index, std::uintptr_t base,
+                                            std::size_t size, bool expandable) {
+  std::uint32_t si = kNone;
+  for (std::uint32_t i = 0; i < segments_.size(); ++i)
+    if (!segments_[i].live) si = i;
+  if (si == kNone) {
+    segments_.emplace_back();  // capacity reserved
+    si = static_cast<std::uint32_t>(segments_.size() - 1);
+  }
+  segment& seg = segments_[si];
+  seg = segment{};
+  seg.base = base;
+  seg.size = size;
+  seg.pool = pool_index;
+  seg.expandable = expandable;
+  seg.live = true;
+  pools_[pool_index].segments.push_back(si);  // capacity reserved by new_segment
+  std::uint32_t r = new_record();
+  block& b = blocks_[r];
+  b.addr = base;
+  b.size = size;
+  b.stream = pools_[pool_index].stream;
+  b.pool = pool_index;
+  b.segment = si;
+  b.expandable = expandable;
+  seg.first_block = r;
+  const bool small = pools_[pool_index].small;
+  count(DAO_STAT_RESERVED_SEGMENTS, small, 1);
+  if (!expandable) {
+    count(DAO_STAT_RESERVED_BYTES, small, static_cast<std::int64_t>(size));
+    ++counters_.system_alloc_count;
+  }
+  bin_insert(r);
+  return r;
+}
+
+// A new segment able to hold `size`: an expandable one (addresses only), or
+// a system allocation of PyTorch's sizes, or of exactly `size` when the
+// place or the limit has no room for more.
+std::uint32_t caching_strategy::new_segment(std::uint32_t pool_index, std::size_t size) {
+  pools_[pool_index].segments.reserve(pools_[pool_index].segments.size() + 1);
+  if (granularity_ != 0) {
+    std::size_t bytes = std::max(arena_size_, round_up(size, granularity_) + granularity_);
+    void* base = upstream().reserve_addresses(bytes);
+    return add_segment(pool_index, reinterpret_cast<std::uintptr_t>(base), bytes, true);
+  }
+  std::size_t wanted = segment_size(size);
+  void* p = nullptr;
+  if (within_limit(wanted)) {
+    try {
+      p = upstream().allocate(wanted);
+    } catch (const out_of_memory&) {
+      if (wanted == size) throw;
+    }
+  }
+  if (p == nullptr) {
+    wanted = size;
+    if (!within_limit(wanted)) throw out_of_memory("the allocator's limit would be exceeded");
+    p = upstream().allocate(wanted);
+  }
+  try {
+    return add_segment(pool_index, reinterpret_cast<std::uintptr_t>(p), wanted, false);
+  } catch (...) {
+    upstream().deallocate(p, wanted);
+    throw;
+  }
+}
+
+// Maps every granule of [start, start+bytes) that is not mapped yet. Maps
+// all or nothing.
+void caching_strategy::ensure_mapped(segment& seg, std::uintptr_t start, std::size_t bytes) {
+  const std::size_t g = granularity_;
+  if (start - seg.base + bytes <= seg.mapped_prefix) return;  // the common case
+  const std::size_t lo = round_down(start - seg.base, g);
+  const std::size_t hi = round_up(start - seg.base + bytes, g);
+  // Unmapped gaps in [lo, hi).
+  std::size_t gaps[64][2];
+  int n = 0;
+  std::size_t cursor = lo;
+  auto it = seg.mapped.upper_bound(cursor);
+  if (it != seg.mapped.begin() && std::prev(it)->second > cursor) cursor = std::prev(it)->second;
+  while (cursor < hi) {
+    it = seg.mapped.lower_bound(cursor);
+    std::size_t gap_end = it == seg.mapped.end() ? hi : std::min(hi, it->first);
+    if (gap_end > cursor) {
+      if (n == 64) break;  // mapped below; the rest on a later call
+      gaps[n][0] = cursor;
+      gaps[n][1] = gap_end;
+      ++n;
+    }
+    if (it == seg.mapped.end()) break;
+    cursor = std::max(cursor, it->second);
+  }
+  if (n == 0) return;
+  std::size_t total = 0;
+  for (int i = 0; i < n; ++i) total += gaps[i][1] - gaps[i][0];
+  if (!within_limit(total)) throw out_of_memory("the allocator's limit would be exceeded");
+  int done = 0;
+  try {
+    for (; done < n; ++done)
+      upstream().map(reinterpret_cast<void*>(seg.base + gaps[done][0]), gaps[done][1] - gaps[done][0]);
+  } catch (...) {
+    for (int i = 0; i < done; ++i)
+      upstream().unmap(reinterpret_cast<void*>(seg.base + gaps[i][0]), gaps[i][1] - gaps[i][0]);
+    throw;
+  }
+  const bool small = pools_[seg.pool].small;
+  for (int i = 0; i < n; ++i) {
+    std::size_t a = gaps[i][0], b = gaps[i][1];
+    // Coalesce with the intervals on either side.
+    auto next = seg.mapped.lower_bound(a);
+    if (next != seg.mapped.end() && next->first == b) {
+      b = next->second;
+      next = seg.mapped.erase(next);
+    }
+    if (next != seg.mapped.begin() && std::prev(next)->second == a) std::prev(next)->second = b;
+    else seg.mapped.emplace(a, b);
+    seg.mapped_bytes += gaps[i][1] - gaps[i][0];
+    count(DAO_STAT_RESERVED_BYTES, small, static_cast<std::int64_t>(gaps[i][1] - gaps[i][0]));
+    ++counters_.system_alloc_count;
+  }
+  update_prefix(seg);
+  if (n == 64) ensure_mapped(seg, start, bytes);
+}
+
+void caching_strategy::update_prefix(segment& seg) noexcept {
+  auto first = seg.mapped.begin();
+  seg.mapped_prefix = first != seg.mapped.end() && first->first == 0 ? first->second : 0;
+}
+
+// Unmaps the granules that lie wholly inside a free block of an expandable
+// segment. Returns the bytes given back.
+std::size_t caching_strategy::unmap_free(std::uint32_t block_index) noexcept {
+  const block& b = blocks_[block_index];
+  segment& seg = segments_[b.segment];
+  const std::size_t lo = round_up(b.addr - seg.base, granularity_);
+  const std::size_t hi = round_down(b.addr - seg.base + b.size, granularity_);
+  if (lo >= hi) return 0;
+  std::size_t released = 0;
+  auto it = seg.mapped.upper_bound(lo);
+  if (it != seg.mapped.begin()) --it;
+  while (it != seg.mapped.end() && it->first < hi) {
+    const std::size_t a = it->first, e = it->second;
+    const std::size_t cut_lo = std::max(a, lo), cut_hi = std::min(e, hi);
+    if (cut_lo >= cut_hi) {
+      ++it;
+      continue;
+    }
+    upstream().unmap(reinterpret_cast<void*>(seg.base + cut_lo), cut_hi - cut_lo);
+    released += cut_hi - cut_lo;
+    ++counters_.system_free_count;
+    it = seg.mapped.erase(it);
+    // What stays mapped on either side of the cut (node allocation may
+    // fail: then keep the cut part counted as mapped rather than lose it).
+    try {
+      if (a < cut_lo) seg.mapped.emplace(a, cut_lo);
+      if (cut_hi < e) it = seg.mapped.emplace(cut_hi, e).first;
+    } catch (...) {
+    }
+  }
+  seg.mapped_bytes -= released;
+  update_prefix(seg);
+  count(DAO_STAT_RESERVED_BYTES, pools_[seg.pool].small, -static_cast<std::int64_t>(released));
+  return released;
+}
+
+void caching_strategy::release_segment(std::uint32_t segment_index) noexcept {
+  segment& seg = segments_[segment_index];
+  const std::uint32_t only = seg.first_block;
+  bin_remove(only);
+  drop_record(only);
+  const bool small = pools_[seg.pool].small;
+  if (seg.expandable) {
+    for (const auto& [start, end] : seg.mapped) {
+      upstream().unmap(reinterpret_cast<void*>(seg.base + start), end - start);
+      count(DAO_STAT_RESERVED_BYTES, small, -static_cast<std::int64_t>(end - start));
+      ++counters_.system_free_count;
+    }
+    seg.mapped.clear();
+    seg.mapped_bytes = 0;
+    seg.mapped_prefix = 0;
+    upstream().release_addresses(reinterpret_cast<void*>(seg.base), seg.size);
+  } else {
+    upstream().deallocate(reinterpret_cast<void*>(seg.base), seg.size);
+    count(DAO_STAT_RESERVED_BYTES, small, -static_cast<std::int64_t>(seg.size));
+    ++counters_.system_free_count;
+  }
+  count(DAO_STAT_RESERVED_SEGMENTS, small, -1);
+  auto& list = pools_[seg.pool].segments;
+  list.erase(std::remove(list.begin(), list.end(), segment_index), list.end());
+  seg.live = false;
+}
+
+// Gives back every wholly free segment and, in expandable segments, every
+// granule that no block uses. Returns the bytes released.
+std::size_t caching_strategy::release_cached() {
+  std::size_t released = 0;
+  for (std::uint32_t si = 0; si < segments_.size(); ++si) {
+    segment& seg = segments_[si];
+    if (!seg.live) continue;
+    if (seg.expandable) {
+      for (std::uint32_t i = seg.first_block; i != kNone; i = blocks_[i].next)
+        if (blocks_[i].st == state::free) released += unmap_free(i);
+      const block& first = blocks_[seg.first_block];
+      if (first.st == state::free && first.next == kNone && seg.mapped.empty())
+        release_segment(si);
+    } else {
+      const block& first = blocks_[seg.first_block];
+      if (first.st == state::free && first.next == kNone) {
+        released += seg.size;
+        release_segment(si);
+      }
+    }
+  }
+  return released;
+}
+
+void caching_strategy::collect_garbage() {
+  std::size_t cap = limit();
+  if (options_.garbage_collection_threshold <= 0 || cap == 0) return;
+  auto reserved = static_cast<double>(stats_[DAO_STAT_RESERVED_BYTES][DAO_STAT_POOL_ALL].current);
+  if (reserved > options_.garbage_collection_threshold * static_cast<double>(cap)) release_cached();
+}
+
+// --------------------------------------------------------- the hot path
+
+// A free block of the pool that holds `size` and is backed by memory: from
+// the cache, else from new memory, else after releasing the cache (the
+// out-of-memory ladder). Throws out_of_memory when all fail.
+std::uint32_t caching_strategy::obtain_block(std::uint32_t pool_index, std::size_t size) {
+  auto attempt = [&]() -> std::uint32_t {
+    try {
+      std::uint32_t i = find_free(pool_index, size);
+      if (i == kNone) i = new_segment(pool_index, size);
+      segment& seg = segments_[blocks_[i].segment];
+      if (seg.expandable) ensure_mapped(seg, blocks_[i].addr, size);
+      return i;
+    } catch (const out_of_memory&) {
+      return kNone;
+    }
+  };
+  std::uint32_t i = find_free(pool_index, size);
+  if (i == kNone) collect_garbage();
+  i = attempt();
+  if (i != kNone) return i;
+  // Wait for pending frees, give back what is cached, and try again.
+  process_events(true);
+  release_cached();
+  i = attempt();
+  if (i != kNone) {
+    ++counters_.alloc_retry_count;
+    return i;
+  }
+  ++counters_.failed_alloc_count;
+  throw oom(size, "the place has no room for it");
+}
+
+// Splits off what `size` does not need (a free block of its own) and returns
+// `index`, now exactly `size` unless the block may not be split.
+std::uint32_t caching_strategy::carve(std::uint32_t index, std::size_t size) {
+  block& b = blocks_[index];
+  const std::size_t remaining = b.size - size;
+  const bool oversize = b.size >= options_.max_split_size && !b.expandable;
+  if (remaining >= kMinBlock && !oversize) {
+    std::uint32_t r = new_record();  // capacity reserved: blocks_ does not move
+    block& rest = blocks_[r];
+    block& cur = blocks_[index];
+    rest.addr = cur.addr + size;
+    rest.size = remaining;
+    rest.stream = cur.stream;
+    rest.pool = cur.pool;
+    rest.segment = cur.segment;
+    rest.expandable = cur.expandable;
+    rest.prev = index;
+    rest.next = cur.next;
+    if (cur.next != kNone) blocks_[cur.next].prev = r;
+    cur.next = r;
+    cur.size = size;
+    bin_insert(r);
+  }
+  return index;
+}
+
+void* caching_strategy::allocate(std::size_t bytes, dao_stream stream) {
+  if (bytes > (SIZE_MAX >> 2)) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++counters_.failed_alloc_count;
+    throw oom(bytes, "no place can hold it");
+  }
+  const std::size_t size = round_size(bytes);
+  const bool small = size <= kSmallSize;
+  std::lock_guard<std::mutex> lock(mutex_);
+  reserve_bookkeeping();
+  if (!pending_.empty()) process_events(false);
+  const std::uint32_t pi = pool_for(stream, small);
+  const std::uint32_t index = obtain_block(pi, size);
+  bin_remove(index);
+  carve(index, size);
+  block& b = blocks_[index];
+  b.st = state::allocated;
+  b.requested = bytes;
+  live_.insert(b.addr, index);
+  count(DAO_STAT_ALLOCATED_BYTES, small, static_cast<std::int64_t>(b.size));
+  count(DAO_STAT_ALLOCATED_BLOCKS, small, 1);
+  count(DAO_STAT_ACTIVE_BYTES, small, static_cast<std::int64_t>(b.size));
+  count(DAO_STAT_ACTIVE_BLOCKS, small, 1);
+  count(DAO_STAT_REQUESTED_BYTES, small, static_cast<std::int64_t>(bytes));
+  ++counters_.alloc_count;
+  return reinterpret_cast<void*>(b.addr);
+}
+
+void caching_strategy::deallocate(void* p) {
+  const auto addr = reinterpret_cast<std::uintptr_t>(p);
+  std::lock_guard<std::mutex> lock(mutex_);
+  const std::uint32_t index = live_.find(addr);
+  if (index == pointer_map::npos) {
+    throw invalid_pointer(strprintf(
+        "caching allocator on %s: pointer %p is not a live allocation of this allocator "
+        "(allocated elsewhere, already freed, or not the start of a block)",
+        place_to_string(upstream().place()).c_str(), p));
+  }
+  block& b = blocks_[index];
+  const bool small = pools_[b.pool].small;
+  // Events first: if recording fails, nothing has changed.
+  std::size_t queued = 0;
+  try {
+    static const std::vector<dao_stream> none;
+    const std::vector<dao_stream>& uses = b.has_uses ? uses_.at(index) : none;
+    for (dao_stream other : uses) {
+      std::unique_ptr<event_impl> event;
+      if (!spare_events_.empty()) {
+        event = std::move(spare_events_.back());
+        spare_events_.pop_back();
+      } else {
+        event = upstream().create_event();
+      }
+      other->impl->record(*event);
+      pending_.push_back(pending_free{std::move(event), index});
+      ++queued;
+    }
+  } catch (...) {
+    for (; queued > 0; --queued) pending_.pop_back();
+    throw;
+  }
+  live_.erase(addr);
+  count(DAO_STAT_ALLOCATED_BYTES, small, -static_cast<std::int64_t>(b.size));
+  count(DAO_STAT_ALLOCATED_BLOCKS, small, -1);
+  count(DAO_STAT_REQUESTED_BYTES, small, -static_cast<std::int64_t>(b.requested));
+  ++counters_.free_count;
+  b.requested = 0;
+  if (b.has_uses) {
+    uses_.erase(index);
+    b.has_uses = false;
+  }
+  if (queued > 0) {
+    // Reused only once the other streams' work up to now has run.
+    b.st = state::pending;
+    b.event_count = static_cast<std::uint16_t>(queued);
+    return;
+  }
+  free_block(index);
+}
+
+void caching_strategy::free_block(std::uint32_t index) noexcept {
+  block& b = blocks_[index];
+  const bool small = pools_[b.pool].small;
+  count(DAO_STAT_ACTIVE_BYTES, small, -static_cast<std::int64_t>(b.size));
+  count(DAO_STAT_ACTIVE_BLOCKS, small, -1);
+  b.st = state::free;
+  segment& seg = segments_[b.segment];
+  const std::uint32_t before = b.prev;
+  if (before != kNone && blocks_[before].st == state::free) {
+    bin_remove(before);
+    block& cur = blocks_[index];
+    cur.addr = blocks_[before].addr;
+    cur.size += blocks_[before].size;
+    cur.prev = blocks_[before].prev;
+    if (cur.prev != kNone) blocks_[cur.prev].next = index;
+    else seg.first_block = index;
+    drop_record(before);
+  }
+  const std::uint32_t after = blocks_[index].next;
+  if (after != kNone && blocks_[after].st == state::free) {
+    bin_remove(after);
+    block& cur = blocks_[index];
+    cur.size += blocks_[after].size;
+    cur.next = blocks_[after].next;
+    if (cur.next != kNone) blocks_[cur.next].prev = index;
+    drop_record(after);
+  }
+  bin_insert(index);
+  if (options_.no_caching) {
+    const block& whole = blocks_[index];
+    if (whole.prev == kNone && whole.next == kNone) release_segment(whole.segment);
+  }
+}
+
+void caching_strategy::process_events(bool wait) {
+  for (auto it = pending_.begin(); it != pending_.end();) {
+    if (wait) it->event->synchronize();
+    else if (!it->event->query()) {
+      ++it;
+      continue;
+    }
+    const std::uint32_t index = it->block;
+    try {
+      spare_events_.push_back(std::move(it->event));
+    } catch (...) {
+    }
+    it = pending_.erase(it);
+    if (--blocks_[index].event_count == 0) free_block(index);
+  }
+}
+
+void caching_strategy::record_stream(void* p, dao_stream stream) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const std::uint32_t index = live_.find(reinterpret_cast<std::uintptr_t>(p));
+  if (index == pointer_map::npos) {
+    throw invalid_pointer(strprintf("caching allocator on %s: pointer %p is not a live allocation",
+                                    place_to_string(upstream().place()).c_str(), p));
+  }
+  block& b = blocks_[index];
+  if (stream == nullptr || stream == b.stream) return;
+  std::vector<dao_stream>& uses = uses_[index];
+  if (std::find(uses.begin(), uses.end(), stream) == uses.end()) uses.push_back(stream);
+  b.has_uses = true;
+}
+
+std::size_t caching_strategy::usable_size(const void* p) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const std::uint32_t index = live_.find(reinterpret_cast<std::uintptr_t>(p));
+  if (index == pointer_map::npos) {
+    throw invalid_pointer(strprintf("caching allocator on %s: pointer %p is not a live allocation",
+                                    place_to_string(upstream().place()).c_str(), p));
+  }
+  return blocks_[index].size;
+}
+
+std::size_t caching_strategy::trim() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  process_events(true);
+  return release_cached();
+}
+
+out_of_memory caching_strategy::oom(std::size_t bytes, const char* why) const {
+  memory_info info{};
+  try {
+    info = upstream().info();
+  } catch (...) {
+  }
+  const std::string place = place_to_string(upstream().place());
+  const auto allocated =
+      static_cast<std::size_t>(stats_[DAO_STAT_ALLOCATED_BYTES][DAO_STAT_POOL_ALL].current);
+  const auto reserved =
+      static_cast<std::size_t>(stats_[DAO_STAT_RESERVED_BYTES][DAO_STAT_POOL_ALL].current);
+  std::size_t largest = 0;
+  for (const block& b : blocks_)
+    if (b.st == state::free && b.pool != kNone && !b.expandable)
+      largest = std::max(largest, b.size);
+  std::size_t cap = limit();
+  return out_of_memory(strprintf(
+      "caching allocator on %s: out of memory: tried to allocate %s (%s). %s has a total "
+      "capacity of %s of which %s is free. Of the memory this allocator holds, %s is allocated "
+      "and %s is reserved but unallocated; the largest free block is %s (limit: %s). If "
+      "reserved but unallocated memory is large, try trimming (dao_allocator_trim) or "
+      "expandable_segments=true to avoid fragmentation",
+      place.c_str(), format_bytes(bytes).c_str(), why, place.c_str(),
+      format_bytes(info.total_bytes).c_str(), format_bytes(info.free_bytes).c_str(),
+      format_bytes(allocated).c_str(), format_bytes(reserved - std::min(reserved, allocated)).c_str(),
+      format_bytes(largest).c_str(), cap == 0 ? "none" : format_bytes(cap).c_str()));
+}
+
+// ------------------------------------------------------------- statistics
+
+void caching_strategy::count_split(std::uint32_t index, bool add) noexcept {
+  block& b = blocks_[index];
+  const bool small = pools_[b.pool].small;
+  const auto bytes = static_cast<std::int64_t>(b.size);
+  count(DAO_STAT_INACTIVE_SPLIT_BYTES, small, add ? bytes : -bytes);
+  count(DAO_STAT_INACTIVE_SPLIT_BLOCKS, small, add ? 1 : -1);
+  b.counted_split = add;
+}
+
+allocator_counters caching_strategy::counters() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  allocator_counters c = counters_;
+  c.allocated_bytes_stat = stats_[DAO_STAT_ALLOCATED_BYTES][DAO_STAT_POOL_ALL];
+  c.allocated_blocks_stat = stats_[DAO_STAT_ALLOCATED_BLOCKS][DAO_STAT_POOL_ALL];
+  c.reserved_bytes_stat = stats_[DAO_STAT_RESERVED_BYTES][DAO_STAT_POOL_ALL];
+  c.reserved_segments_stat = stats_[DAO_STAT_RESERVED_SEGMENTS][DAO_STAT_POOL_ALL];
+  c.requested_bytes_stat = stats_[DAO_STAT_REQUESTED_BYTES][DAO_STAT_POOL_ALL];
+  c.refresh();
+  // The largest block servable without new memory: free blocks, counting in
+  // expandable segments only what is mapped.
+  std::size_t largest = 0;
+  for (const segment& seg : segments_) {
+    if (!seg.live) continue;
+    for (std::uint32_t i = seg.first_block; i != kNone; i = blocks_[i].next) {
+      const block& b = blocks_[i];
+      if (b.st != state::free) continue;
+      if (!seg.expandable) {
+        largest = std::max(largest, b.size);
+        continue;
+      }
+      const std::size_t lo = b.addr - seg.base, hi = lo + b.size;
+      for (const auto& [start, end] : seg.mapped) {
+        std::size_t a = std::max(start, lo), e = std::min(end, hi);
+        if (a < e) largest = std::max(largest, e - a);
+      }
+    }
+  }
+  c.largest_free_block = largest;
+  return c;
+}
+
+bool caching_strategy::stat(int metric, int pool_kind, dao_stat& out) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const stat_value& s = stats_[metric][pool_kind];
+  out = dao_stat{s.current, s.peak, s.allocated, s.freed};
+  return true;
+}
+
+void caching_strategy::reset_peaks() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (auto& row : stats_)
+    for (stat_value& s : row) s.reset_peak();
+}
+
+void caching_strategy::reset_accumulated() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (auto& row : stats_)
+    for (stat_value& s : row) s.reset_accumulated();
+  counters_.reset_accumulated();
+}
+
+std::unique_ptr<dao_snapshot> caching_strategy::snapshot() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto snap = std::make_unique<dao_snapshot>();
+  std::vector<std::uint32_t> order;
+  for (std::uint32_t i = 0; i < segments_.size(); ++i)
+    if (segments_[i].live) order.push_back(i);
+  std::sort(order.begin(), order.end(),
+            [&](std::uint32_t a, std::uint32_t b) { return segments_[a].base < segments_[b].base; });
+  for (std::uint32_t si : order) {
+    const segment& seg = segments_[si];
+    dao_snapshot::segment out;
+    out.info.struct_size = sizeof(dao_segment_info);
+    out.info.address = seg.base;
+    out.info.size = seg.size;
+    out.info.mapped_bytes = seg.expandable ? seg.mapped_bytes : seg.size;
+    out.info.pool = pools_[seg.pool].small ? DAO_STAT_POOL_SMALL : DAO_STAT_POOL_LARGE;
+    out.info.stream = pools_[seg.pool].stream;
+    out.info.expandable = seg.expandable ? 1 : 0;
+    for (std::uint32_t i = seg.first_block; i != kNone; i = blocks_[i].next) {
+      const block& b = blocks_[i];
+      dao_block_info info{};
+      info.struct_size = sizeof(dao_block_info);
+      info.address = b.addr;
+      info.size = b.size;
+      info.requested_size = b.requested;
+      info.state = b.st == state::free        ? DAO_BLOCK_FREE
+                   : b.st == state::allocated ? DAO_BLOCK_ALLOCATED
+                                              : DAO_BLOCK_PENDING_FREE;
+      info.stream = b.stream;
+      out.blocks.push_back(info);
+    }
+    out.info.block_count = out.blocks.size();
+    snap->segments.push_back(std::move(out));
+  }
+  return snap;
+}
+
+}  // namespace dao::detail

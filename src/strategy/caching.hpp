@@ -1,0 +1,193 @@
+// Stream-ordered caching allocator (strategy "caching"), after PyTorch's CUDA
+// caching allocator: sizes rounded up (512 B minimum, optional power-of-two
+// divisions), a small pool (requests <= 1 MiB) and a large pool, blocks that
+// belong to the stream they were allocated on, splitting and merging of
+// neighbours, deferred frees for blocks used on other streams
+// (record_stream), an out-of-memory ladder that releases cached memory and
+// retries, statistics and snapshots.
+//
+// Where the upstream offers virtual memory (CPU, SIM, CUDA devices), each
+// (stream, pool) grows one *expandable segment*: a large reserved address
+// range whose pages are mapped when blocks need them and unmapped when cache
+// is released. Best fit then works across what would otherwise be separate
+// segments, so fragmentation stays close to that of one ideal arena, and a
+// full device can still serve a request whenever enough pages are free.
+// Elsewhere (pinned, managed memory) it carves PyTorch's segments: 2 MiB for
+// small requests, 20 MiB for 1-10 MiB, larger ones rounded to 2 MiB, and
+// segments of exactly the rounded size when a device has no room for more.
+//
+// Free blocks sit in segregated bins (two-level, 32 per power of two, with
+// bitmaps of non-empty bins), so finding the best-fitting block takes a
+// bitmap search and a short scan, not a tree walk.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+#include "core/config.hpp"
+#include "core/error.hpp"
+#include "resource/stream.hpp"
+#include "strategy/strategy.hpp"
+#include "util/pointer_map.hpp"
+
+namespace dao::detail {
+
+struct caching_options {
+  std::size_t max_split_size = SIZE_MAX;   // blocks this large are never split
+  unsigned roundup_power2_divisions = 0;  // 0: round to 512 B only
+  double garbage_collection_threshold = 0;  // fraction of the limit; 0: off
+  double memory_fraction = 0;              // of the place's capacity; 0: no limit
+  std::size_t max_pool = 0;                // bytes; 0: no limit
+  bool expandable_segments = true;         // where the upstream can map
+  bool no_caching = false;                 // DAO_NO_CACHING=1: every free goes back
+
+  static caching_options from_config(config& cfg, const system_resource& upstream);
+};
+
+class caching_strategy final : public strategy {
+ public:
+  caching_strategy(system_resource& upstream, const caching_options& options);
+  ~caching_strategy() override;
+
+  void* allocate(std::size_t bytes, dao_stream stream) override;
+  void deallocate(void* p) override;
+  std::size_t usable_size(const void* p) const override;
+  std::size_t trim() override;
+  allocator_counters counters() const override;
+  void reset_peaks() override;
+  void reset_accumulated() override;
+  bool stat(int metric, int pool, dao_stat& out) const override;
+  void record_stream(void* p, dao_stream stream) override;
+  std::unique_ptr<dao_snapshot> snapshot() const override;
+  const char* name() const noexcept override { return "caching"; }
+  std::string effective_config() const override;
+
+ private:
+  static constexpr std::uint32_t kNone = UINT32_MAX;
+  static constexpr int kFirstLevels = 52;
+  static constexpr int kSecondLevels = 32;
+
+  enum class state : std::uint8_t { free, allocated, pending };
+
+  // One cache line: the hot paths touch several records per call.
+  struct alignas(64) block {
+    std::uintptr_t addr = 0;
+    std::size_t size = 0;
+    std::size_t requested = 0;
+    dao_stream stream = nullptr;
+    std::uint32_t pool = kNone;
+    std::uint32_t segment = kNone;
+    std::uint32_t prev = kNone, next = kNone;          // address neighbours
+    std::uint32_t bin_prev = kNone, bin_next = kNone;  // free-bin links
+    std::uint16_t bin = 0;
+    std::uint16_t event_count = 0;
+    state st = state::free;
+    bool counted_split = false;  // in the inactive-split statistics
+    bool expandable = false;     // its segment is expandable
+    bool has_uses = false;       // other streams in uses_ (record_stream)
+  };
+  static_assert(sizeof(block) == 64, "a block record is one cache line");
+
+  struct segment {
+    std::uintptr_t base = 0;
+    std::size_t size = 0;  // bytes of addresses
+    std::uint32_t pool = kNone;
+    std::uint32_t first_block = kNone;
+    bool expandable = false;
+    bool live = false;
+    std::map<std::size_t, std::size_t> mapped;  // expandable: offset -> end
+    std::size_t mapped_bytes = 0;
+    std::size_t mapped_prefix = 0;  // [0, mapped_prefix) is mapped: the fast check
+  };
+
+  struct pool {
+    dao_stream stream = nullptr;
+    bool small = false;
+    std::uint64_t first_level = 0;
+    std::uint32_t second_level[kFirstLevels] = {};
+    std::uint32_t heads[kFirstLevels][kSecondLevels];
+    std::vector<std::uint32_t> segments;
+  };
+
+  struct pending_free {
+    std::unique_ptr<event_impl> event;
+    std::uint32_t block;
+  };
+
+  // sizes and bins
+  std::size_t round_size(std::size_t bytes) const;
+  std::size_t segment_size(std::size_t rounded) const noexcept;
+  static void bin_of(std::size_t size, int& fl, int& sl) noexcept;
+
+  // bookkeeping
+  std::uint32_t new_record();
+  void drop_record(std::uint32_t index) noexcept;
+  void reserve_bookkeeping();
+  std::uint32_t pool_for(dao_stream stream, bool small);
+  void bin_insert(std::uint32_t index) noexcept;
+  void bin_remove(std::uint32_t index) noexcept;
+  std::uint32_t find_free(std::uint32_t pool_index, std::size_t size) noexcept;
+  bool fits(const block& b, std::size_t size) const noexcept;
+
+  // memory from the upstream
+  std::uint32_t new_segment(std::uint32_t pool_index, std::size_t size);
+  std::uint32_t add_segment(std::uint32_t pool_index, std::uintptr_t base, std::size_t size,
+                            bool expandable);
+  void ensure_mapped(segment& seg, std::uintptr_t start, std::size_t bytes);
+  static void update_prefix(segment& seg) noexcept;
+  std::size_t release_cached();
+  std::size_t unmap_free(std::uint32_t block_index) noexcept;
+  void release_segment(std::uint32_t segment_index) noexcept;
+  bool within_limit(std::size_t extra) const noexcept;
+  std::size_t limit() const noexcept;
+  void collect_garbage();
+
+  // the allocation path
+  std::uint32_t obtain_block(std::uint32_t pool_index, std::size_t size);
+  std::uint32_t carve(std::uint32_t index, std::size_t size);
+  void free_block(std::uint32_t index) noexcept;
+  void process_events(bool wait);
+  out_of_memory oom(std::size_t bytes, const char* why) const;
+
+  // statistics
+  // Adds `delta` to a metric of the pool (small or large) and of the whole.
+  void count(int metric, bool small, std::int64_t delta) noexcept {
+    stat_value* row = stats_[metric];
+    if (delta >= 0) {
+      row[DAO_STAT_POOL_ALL].up(delta);
+      row[small ? DAO_STAT_POOL_SMALL : DAO_STAT_POOL_LARGE].up(delta);
+    } else {
+      row[DAO_STAT_POOL_ALL].down(-delta);
+      row[small ? DAO_STAT_POOL_SMALL : DAO_STAT_POOL_LARGE].down(-delta);
+    }
+  }
+  void count_split(std::uint32_t index, bool add) noexcept;
+  bool is_split(const block& b) const noexcept;
+
+  caching_options options_;
+  std::size_t granularity_ = 0;  // 0: no virtual memory upstream
+  std::size_t arena_size_ = 0;   // addresses reserved per expandable segment
+
+  mutable std::mutex mutex_;
+  std::vector<block> blocks_;
+  std::vector<std::uint32_t> spare_records_;
+  std::vector<segment> segments_;
+  std::vector<pool> pools_;
+  std::unordered_map<std::uintptr_t, std::uint32_t> pool_index_;
+  dao_stream last_stream_ = nullptr;
+  std::uint32_t last_pools_[2] = {kNone, kNone};  // large, small of last_stream_
+  pointer_map live_;                                // allocated blocks
+  std::unordered_map<std::uint32_t, std::vector<dao_stream>> uses_;  // record_stream
+  std::deque<pending_free> pending_;
+  std::vector<std::unique_ptr<event_impl>> spare_events_;
+  stat_value stats_[DAO_STAT_METRIC_COUNT][DAO_STAT_POOL_COUNT];
+  allocator_counters counters_;  // counts and the summary of stats_
+};
+
+}  // namespace dao::detail

@@ -1,0 +1,32 @@
+// Defaults of the strategy base class.
+#include "strategy/strategy.hpp"
+
+#include "core/error.hpp"
+#include "util/format.hpp"
+
+namespace dao::detail {
+
+bool strategy::stat(int metric, int pool, dao_stat& out) const {
+  if (pool != DAO_STAT_POOL_ALL) return false;
+  allocator_counters c = counters();
+  const stat_value* s = c.find(metric);
+  if (s == nullptr) return false;
+  out = dao_stat{s->current, s->peak, s->allocated, s->freed};
+  return true;
+}
+
+void strategy::record_stream(void* p, dao_stream) {
+  usable_size(p);  // a bad pointer is reported as such first
+  throw unsupported(strprintf(
+      "%s allocator on %s is not stream-ordered: it hands memory back at once on free, so "
+      "synchronize the other streams before freeing (or use the \"caching\" strategy)",
+      name(), place_to_string(upstream().place()).c_str()));
+}
+
+std::unique_ptr<dao_snapshot> strategy::snapshot() const {
+  throw unsupported(strprintf("%s allocator on %s keeps no segments to snapshot (the \"caching\" "
+                              "strategy does)",
+                              name(), place_to_string(upstream().place()).c_str()));
+}
+
+}  // namespace dao::detail
