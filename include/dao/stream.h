@@ -101,10 +101,16 @@ DAO_API dao_status dao_stream_place(dao_stream stream, dao_place *place);
 
 /**
  * @brief Wait until all work queued on a stream has run.
+ *
+ * Waits for the work queued before the call, not for work that other
+ * threads queue meanwhile.
  * @param[in] stream The stream; NULL does nothing (the default stream is
  *                   synchronous).
  * @retval DAO_OK                   All work done.
  * @retval DAO_ERR_INVALID_ARGUMENT Not a stream handle.
+ * @retval DAO_ERR_INVALID_STATE    Called from a host function running on
+ *                                  this (SIM) stream, which would wait for
+ *                                  itself.
  * @retval DAO_ERR_BACKEND          The driver reported an error in the work.
  * @par Thread safety
  * Safe to call from any thread, also concurrently with work being queued.
@@ -124,8 +130,13 @@ DAO_API dao_status dao_stream_query(dao_stream stream, int *idle);
 
 /**
  * @brief Make later work on @p stream wait until @p event has completed.
+ *
+ * The wait is for the event's last record before this call; recording the
+ * event again later does not change what the stream waits for.
  * @param[in] stream The waiting stream; NULL waits on the calling thread.
- * @param[in] event  An event of the same place (or any place for NULL).
+ * @param[in] event  An event of the same place (or any place for NULL; a
+ *                   SIM stream may also wait on an event of another SIM
+ *                   device).
  * @retval DAO_OK                   Queued (or, for NULL, waited).
  * @retval DAO_ERR_INVALID_ARGUMENT A handle is invalid, or the event belongs
  *                                  to another place.
@@ -136,9 +147,14 @@ DAO_API dao_status dao_stream_wait_event(dao_stream stream, dao_event event);
 
 /**
  * @brief Destroy a stream after its queued work has run.
+ *
+ * Waits for the queued work first. A wrapped stream (dao_stream_wrap()) is
+ * waited for but stays alive: only the wrapper is freed.
  * @param[in] stream The stream; invalid after ::DAO_OK.
  * @retval DAO_OK                   Destroyed.
  * @retval DAO_ERR_INVALID_ARGUMENT NULL or not a stream handle.
+ * @retval DAO_ERR_INVALID_STATE    Called from a host function running on
+ *                                  this (SIM) stream; nothing destroyed.
  * @par Thread safety
  * No call may use @p stream concurrently or afterwards.
  */
@@ -164,8 +180,9 @@ DAO_API dao_status dao_event_create(dao_place place, dao_event *out);
  * The event completes when all work queued on the stream before this call
  * has run. Recording again moves the event to the new point.
  * @param[in] event  The event.
- * @param[in] stream A stream of the event's place, or NULL (the event
- *                   completes at once).
+ * @param[in] stream A stream of the event's place, or NULL: the event
+ *                   completes at once (on CUDA places it is recorded on
+ *                   the legacy default stream and waited for).
  * @retval DAO_OK                   Recorded.
  * @retval DAO_ERR_INVALID_ARGUMENT A handle is invalid or the places differ.
  * @par Thread safety
@@ -211,7 +228,9 @@ DAO_API dao_status dao_event_destroy(dao_event event);
  *
  * On SIM and CPU places both pointers must be host-addressable (any SIM, CPU,
  * pinned or managed memory); on CUDA places any pointers the driver knows
- * (unified addressing). The memory must stay valid until the copy has run.
+ * (unified addressing). With the default stream (NULL) the copy is a plain
+ * memcpy on the calling thread, so both must be host-addressable. The
+ * memory must stay valid until the copy has run.
  * @param[out] dst    Destination.
  * @param[in]  src    Source.
  * @param[in]  bytes  Bytes to copy; 0 does nothing.
