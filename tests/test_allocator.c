@@ -37,7 +37,7 @@ static void create_with_default_strategy(void **state) {
   (void)state;
   assert_ok(dao_allocator_create(dao_place_sim(1), NULL, NULL, &a));
   assert_ok(dao_allocator_info(a, &place, &strategy, NULL));
-  assert_string_equal(strategy, "buddy");
+  assert_string_equal(strategy, "caching"); /* the default of device places */
   assert_int_equal(place.kind, DAO_PLACE_SIM);
   assert_int_equal(place.device, 1);
   assert_ok(dao_allocator_destroy(a));

@@ -172,10 +172,12 @@ static void default_config_bad_input(void **state) {
   assert_ok(dao_place_default_config(DAO_PLACE_CPU, NULL, NULL));
 }
 
-static void defaults_are_buddy(void **state) {
+static void defaults_by_kind(void **state) {
   int k;
   (void)state;
-  for (k = 0; k < DAO_PLACE_KIND_COUNT; ++k) expect_default_strategy((dao_place_kind)k, "buddy", "");
+  expect_default_strategy(DAO_PLACE_CPU, "buddy", "");
+  for (k = 1; k < DAO_PLACE_KIND_COUNT; ++k)
+    expect_default_strategy((dao_place_kind)k, "caching", "");
 }
 
 static void defaults_are_system(void **state) {
@@ -231,7 +233,7 @@ int main(int argc, char **argv) {
     return cmocka_run_group_tests_name("bad_env", tests, NULL, NULL);
   }
   if (strcmp(mode, "defaults") == 0) {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(defaults_are_buddy)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(defaults_by_kind)};
     failures += cmocka_run_group_tests_name("defaults", tests, NULL, NULL);
   } else if (strcmp(mode, "system") == 0) {
     const struct CMUnitTest tests[] = {cmocka_unit_test(defaults_are_system)};

@@ -47,7 +47,9 @@ std::array<default_config, DAO_PLACE_KIND_COUNT> read_default_configs() {
     const std::string config_vars[2] = {std::string("DAO_ALLOC_CONF_") + kKindSuffix[k],
                                         "DAO_ALLOC_CONF"};
     if (!read_env(strategy_vars, d.strategy, d.strategy_source)) {
-      d.strategy = "buddy";
+      // Device memory is slow to get from the driver and used in stream
+      // order: cache it. Host memory is cheap to get: the fast buddy.
+      d.strategy = k == DAO_PLACE_CPU ? "buddy" : "caching";
       d.strategy_source = "built-in default";
     }
     if (!read_env(config_vars, d.config, d.config_source)) d.config_source = "built-in default";

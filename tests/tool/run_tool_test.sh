@@ -47,6 +47,8 @@ has info.out "^sim: 1 device$"          # the built-in default: one SIM device o
 has info.out "^  sim:0 +1\.0 GiB total"
 has info.out "default: +strategy buddy \(built-in default\), config \(defaults\)"
 has info.out "effective: min_block=256B,chunk_size="
+has info.out "default: +strategy caching \(built-in default\), config \(defaults\)"
+has info.out "effective: max_split_size=0,roundup_power2_divisions=0,.*expandable_segments=true"
 empty info.err
 
 # Simulated devices from the environment.
