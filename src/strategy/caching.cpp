@@ -63,9 +63,21 @@ caching_options caching_options::from_config(config& cfg, const system_resource&
   }
   if (auto v = cfg.take_size("max_pool")) o.max_pool = *v;
   if (auto v = cfg.take_bool("expandable_segments")) o.expandable_segments = *v;
+  if (auto v = cfg.take_string("reserve_slack")) {
+    if (*v == "none") {
+      o.reserve_slack = -1;
+    } else {
+      char* end = nullptr;
+      double x = std::strtod(v->c_str(), &end);
+      if (end == v->c_str() || *end != '\0' || !(x >= 0 && x <= 1000))
+        throw invalid_argument(strprintf("%s: reserve_slack='%s' must be 'none' or a fraction >= 0",
+                                         ctx, v->c_str()));
+      o.reserve_slack = x;
+    }
+  }
   cfg.reject_unknown({"max_split_size", "max_split_size_mb", "roundup_power2_divisions",
                       "garbage_collection_threshold", "memory_fraction", "max_pool",
-                      "expandable_segments"});
+                      "expandable_segments", "reserve_slack"});
   if (o.garbage_collection_threshold > 0 && o.memory_fraction == 0 && o.max_pool == 0 &&
       upstream.info().total_bytes == 0) {
     throw invalid_argument(strprintf("%s: garbage_collection_threshold needs a limit: set "
@@ -81,11 +93,12 @@ caching_options caching_options::from_config(config& cfg, const system_resource&
 std::string caching_strategy::effective_config() const {
   return strprintf(
       "max_split_size=%s,roundup_power2_divisions=%u,garbage_collection_threshold=%g,"
-      "memory_fraction=%g,max_pool=%s,expandable_segments=%s",
+      "memory_fraction=%g,max_pool=%s,expandable_segments=%s,reserve_slack=%s",
       options_.max_split_size == SIZE_MAX ? "0" : format_size_exact(options_.max_split_size).c_str(),
       options_.roundup_power2_divisions, options_.garbage_collection_threshold,
       options_.memory_fraction, format_size_exact(options_.max_pool).c_str(),
-      options_.expandable_segments && granularity_ != 0 ? "true" : "false");
+      options_.expandable_segments && granularity_ != 0 ? "true" : "false",
+      options_.reserve_slack < 0 ? "none" : strprintf("%g", options_.reserve_slack).c_str());
 }
 
 // ------------------------------------------------------------ construction
@@ -187,6 +200,9 @@ void caching_strategy::reserve_bookkeeping() {
 }
 
 std::uint32_t caching_strategy::pool_for(dao_stream stream, bool small) {
+  // With expandable segments, small and large blocks share one segment per
+  // stream: best fit across all of it fragments least (bench/README.md).
+  if (granularity_ != 0) small = false;
   if (stream != last_stream_) {
     last_stream_ = stream;
     last_pools_[0] = last_pools_[1] = kNone;
@@ -391,9 +407,42 @@ std::uint32_t caching_strategy::new_segment(std::uint32_t pool_index, std::size_
   }
 }
 
-// Maps every granule of [start, start+bytes) that is not mapped yet. Maps
-// all or nothing.
-void caching_strategy::ensure_mapped(segment& seg, std::uintptr_t start, std::size_t bytes) {
+// How far past a request to map when a segment grows at its end: a sixteenth
+// of what the segment maps, so that growing from nothing to N bytes takes
+// O(log N) system calls at any scale, while the memory mapped ahead stays
+// within 1/16 of the peak (measured on the somas traces: bench/README.md).
+std::size_t caching_strategy::map_ahead(const segment& seg) const noexcept {
+  if (exact_mapping_) return 0;
+  return round_up(seg.mapped_bytes / 16, granularity_);
+}
+
+// Gives back mapped pages of free blocks (largest first, never `keep`) until
+// `bytes` are released or nothing is left. Returns the bytes released.
+std::size_t caching_strategy::release_holes(std::size_t bytes, std::uint32_t keep) {
+  std::vector<std::uint32_t> holes;
+  for (const segment& seg : segments_) {
+    if (!seg.live || !seg.expandable) continue;
+    for (std::uint32_t i = seg.first_block; i != kNone; i = blocks_[i].next)
+      if (i != keep && blocks_[i].st == state::free && blocks_[i].size >= granularity_)
+        holes.push_back(i);
+  }
+  std::sort(holes.begin(), holes.end(),
+            [&](std::uint32_t a, std::uint32_t b) { return blocks_[a].size > blocks_[b].size; });
+  std::size_t released = 0;
+  for (std::uint32_t i : holes) {
+    if (released >= bytes) break;
+    released += unmap_free(i);
+  }
+  return released;
+}
+
+// Maps every granule of [start, start+bytes) that is not mapped yet (and a
+// little ahead when the segment grows at its end). Maps all or nothing.
+// Before reserved memory grows past what is in use by more than the slack,
+// cached pages elsewhere are given back: the peak stays near the live
+// memory, not the high-water mark of the addresses.
+void caching_strategy::ensure_mapped(segment& seg, std::uintptr_t start, std::size_t bytes,
+                                     std::uint32_t target) {
   const std::size_t g = granularity_;
   if (start - seg.base + bytes <= seg.mapped_prefix) return;  // the common case
   const std::size_t lo = round_down(start - seg.base, g);
@@ -419,6 +468,29 @@ void caching_strategy::ensure_mapped(segment& seg, std::uintptr_t start, std::si
   if (n == 0) return;
   std::size_t total = 0;
   for (int i = 0; i < n; ++i) total += gaps[i][1] - gaps[i][0];
+  // Growing at the end of what is mapped: map a little ahead.
+  std::size_t ahead = 0;
+  if (gaps[n - 1][1] == hi && (seg.mapped.empty() || seg.mapped.rbegin()->second <= hi)) {
+    ahead = std::min(map_ahead(seg), seg.size - hi);
+    gaps[n - 1][1] += ahead;
+    total += ahead;
+  }
+  if (options_.reserve_slack >= 0 && !options_.no_caching) {
+    const auto in_use =
+        static_cast<double>(stats_[DAO_STAT_ALLOCATED_BYTES][DAO_STAT_POOL_ALL].current + bytes);
+    const auto reserved =
+        static_cast<std::size_t>(stats_[DAO_STAT_RESERVED_BYTES][DAO_STAT_POOL_ALL].current);
+    const auto budget = static_cast<std::size_t>(in_use * (1 + options_.reserve_slack));
+    if (reserved + total > budget) {
+      release_holes(reserved + total - budget, target);
+      const auto now =
+          static_cast<std::size_t>(stats_[DAO_STAT_RESERVED_BYTES][DAO_STAT_POOL_ALL].current);
+      if (ahead > 0 && now + total > budget) {  // still over: no look-ahead
+        gaps[n - 1][1] -= ahead;
+        total -= ahead;
+      }
+    }
+  }
   if (!within_limit(total)) throw out_of_memory("the allocator's limit would be exceeded");
   int done = 0;
   try {
@@ -445,7 +517,7 @@ void caching_strategy::ensure_mapped(segment& seg, std::uintptr_t start, std::si
     ++counters_.system_alloc_count;
   }
   update_prefix(seg);
-  if (n == 64) ensure_mapped(seg, start, bytes);
+  if (n == 64) ensure_mapped(seg, start, bytes, target);
 }
 
 void caching_strategy::update_prefix(segment& seg) noexcept {
@@ -558,7 +630,7 @@ std::uint32_t caching_strategy::obtain_block(std::uint32_t pool_index, std::size
       std::uint32_t i = find_free(pool_index, size);
       if (i == kNone) i = new_segment(pool_index, size);
       segment& seg = segments_[blocks_[i].segment];
-      if (seg.expandable) ensure_mapped(seg, blocks_[i].addr, size);
+      if (seg.expandable) ensure_mapped(seg, blocks_[i].addr, size, i);
       return i;
     } catch (const out_of_memory&) {
       return kNone;
@@ -571,7 +643,9 @@ std::uint32_t caching_strategy::obtain_block(std::uint32_t pool_index, std::size
   // Wait for pending frees, give back what is cached, and try again.
   process_events(true);
   release_cached();
+  exact_mapping_ = true;
   i = attempt();
+  exact_mapping_ = false;
   if (i != kNone) {
     ++counters_.alloc_retry_count;
     return i;
@@ -645,7 +719,7 @@ void caching_strategy::deallocate(void* p) {
         place_to_string(upstream().place()).c_str(), p));
   }
   block& b = blocks_[index];
-  const bool small = pools_[b.pool].small;
+  const bool small = b.size <= kSmallSize;
   // Events first: if recording fails, nothing has changed.
   std::size_t queued = 0;
   try {
@@ -688,7 +762,7 @@ void caching_strategy::deallocate(void* p) {
 
 void caching_strategy::free_block(std::uint32_t index) noexcept {
   block& b = blocks_[index];
-  const bool small = pools_[b.pool].small;
+  const bool small = b.size <= kSmallSize;
   count(DAO_STAT_ACTIVE_BYTES, small, -static_cast<std::int64_t>(b.size));
   count(DAO_STAT_ACTIVE_BLOCKS, small, -1);
   b.st = state::free;
@@ -799,7 +873,7 @@ out_of_memory caching_strategy::oom(std::size_t bytes, const char* why) const {
 
 void caching_strategy::count_split(std::uint32_t index, bool add) noexcept {
   block& b = blocks_[index];
-  const bool small = pools_[b.pool].small;
+  const bool small = b.size <= kSmallSize;  // blocks count by size, segments by pool
   const auto bytes = static_cast<std::int64_t>(b.size);
   count(DAO_STAT_INACTIVE_SPLIT_BYTES, small, add ? bytes : -bytes);
   count(DAO_STAT_INACTIVE_SPLIT_BLOCKS, small, add ? 1 : -1);

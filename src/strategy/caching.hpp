@@ -45,6 +45,9 @@ struct caching_options {
   double memory_fraction = 0;              // of the place's capacity; 0: no limit
   std::size_t max_pool = 0;                // bytes; 0: no limit
   bool expandable_segments = true;         // where the upstream can map
+  double reserve_slack = -1;               // expandable: how far reserved may exceed
+                                           // what is in use before cached pages are
+                                           // given back to grow; < 0: never
   bool no_caching = false;                 // DAO_NO_CACHING=1: every free goes back
 
   static caching_options from_config(config& cfg, const system_resource& upstream);
@@ -139,7 +142,9 @@ class caching_strategy final : public strategy {
   std::uint32_t new_segment(std::uint32_t pool_index, std::size_t size);
   std::uint32_t add_segment(std::uint32_t pool_index, std::uintptr_t base, std::size_t size,
                             bool expandable);
-  void ensure_mapped(segment& seg, std::uintptr_t start, std::size_t bytes);
+  void ensure_mapped(segment& seg, std::uintptr_t start, std::size_t bytes, std::uint32_t target);
+  std::size_t release_holes(std::size_t bytes, std::uint32_t keep);
+  std::size_t map_ahead(const segment& seg) const noexcept;
   static void update_prefix(segment& seg) noexcept;
   std::size_t release_cached();
   std::size_t unmap_free(std::uint32_t block_index) noexcept;
@@ -173,6 +178,7 @@ class caching_strategy final : public strategy {
   caching_options options_;
   std::size_t granularity_ = 0;  // 0: no virtual memory upstream
   std::size_t arena_size_ = 0;   // addresses reserved per expandable segment
+  bool exact_mapping_ = false;   // under pressure: map no more than needed
 
   mutable std::mutex mutex_;
   std::vector<block> blocks_;
