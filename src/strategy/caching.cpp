@@ -179,6 +179,7 @@ std::uint32_t caching_strategy::new_record() {
     return r;
   }
   blocks_.emplace_back();
+  in_bin_.push_back(0);  // capacity reserved with blocks_
   return static_cast<std::uint32_t>(blocks_.size() - 1);
 }
 
@@ -192,6 +193,7 @@ void caching_strategy::reserve_bookkeeping() {
   if (blocks_.capacity() < blocks_.size() + 2)
     blocks_.reserve(std::max<std::size_t>(64, blocks_.capacity() * 2));
   if (spare_records_.capacity() < blocks_.capacity()) spare_records_.reserve(blocks_.capacity());
+  if (in_bin_.capacity() < blocks_.capacity()) in_bin_.reserve(blocks_.capacity());
   if (segments_.capacity() < segments_.size() + 1)
     segments_.reserve(std::max<std::size_t>(8, segments_.capacity() * 2));
   if (pools_.capacity() < pools_.size() + 2)
@@ -241,6 +243,7 @@ void caching_strategy::bin_insert(std::uint32_t index) noexcept {
   p.heads[fl][sl] = index;
   p.second_level[fl] |= 1u << sl;
   p.first_level |= std::uint64_t(1) << fl;
+  in_bin_[index] = 1;
   if (is_split(b)) count_split(index, true);
 }
 
@@ -255,6 +258,7 @@ void caching_strategy::bin_remove(std::uint32_t index) noexcept {
     p.second_level[fl] &= ~(1u << sl);
     if (p.second_level[fl] == 0) p.first_level &= ~(std::uint64_t(1) << fl);
   }
+  in_bin_[index] = 0;
   if (b.counted_split) count_split(index, false);
 }
 
@@ -272,7 +276,7 @@ bool caching_strategy::fits(const block& b, std::size_t size) const noexcept {
 // non-empty bin (bins are 1/32 of a power of two wide, so it is at most ~3%
 // larger than the best, and what it has too much is split off).
 std::uint32_t caching_strategy::find_free(std::uint32_t pool_index, std::size_t size) noexcept {
-  constexpr int kScan = 4;  // each record visited is a likely cache miss
+  constexpr int kScan = 2;  // each record visited is a likely cache miss
   const pool& p = pools_[pool_index];
   int fl, sl;
   bin_of(size, fl, sl);
@@ -711,7 +715,7 @@ void* caching_strategy::allocate(std::size_t bytes, dao_stream stream) {
 void caching_strategy::deallocate(void* p) {
   const auto addr = reinterpret_cast<std::uintptr_t>(p);
   std::lock_guard<std::mutex> lock(mutex_);
-  const std::uint32_t index = live_.find(addr);
+  const std::uint32_t index = live_.take(addr);
   if (index == pointer_map::npos) {
     throw invalid_pointer(strprintf(
         "caching allocator on %s: pointer %p is not a live allocation of this allocator "
@@ -739,9 +743,9 @@ void caching_strategy::deallocate(void* p) {
     }
   } catch (...) {
     for (; queued > 0; --queued) pending_.pop_back();
+    live_.insert(addr, index);  // the slot it left is free: cannot fail
     throw;
   }
-  live_.erase(addr);
   count(DAO_STAT_ALLOCATED_BYTES, small, -static_cast<std::int64_t>(b.size));
   count(DAO_STAT_ALLOCATED_BLOCKS, small, -1);
   count(DAO_STAT_REQUESTED_BYTES, small, -static_cast<std::int64_t>(b.requested));
@@ -768,7 +772,7 @@ void caching_strategy::free_block(std::uint32_t index) noexcept {
   b.st = state::free;
   segment& seg = segments_[b.segment];
   const std::uint32_t before = b.prev;
-  if (before != kNone && blocks_[before].st == state::free) {
+  if (before != kNone && in_bin_[before]) {
     bin_remove(before);
     block& cur = blocks_[index];
     cur.addr = blocks_[before].addr;
@@ -779,7 +783,7 @@ void caching_strategy::free_block(std::uint32_t index) noexcept {
     drop_record(before);
   }
   const std::uint32_t after = blocks_[index].next;
-  if (after != kNone && blocks_[after].st == state::free) {
+  if (after != kNone && in_bin_[after]) {
     bin_remove(after);
     block& cur = blocks_[index];
     cur.size += blocks_[after].size;

@@ -183,6 +183,9 @@ class caching_strategy final : public strategy {
   mutable std::mutex mutex_;
   std::vector<block> blocks_;
   std::vector<std::uint32_t> spare_records_;
+  // Whether each record is a free block in a bin: one byte per record, so
+  // that freeing checks its neighbours without touching their records.
+  std::vector<std::uint8_t> in_bin_;
   std::vector<segment> segments_;
   std::vector<pool> pools_;
   std::unordered_map<std::uintptr_t, std::uint32_t> pool_index_;

@@ -48,13 +48,19 @@ class pointer_map {
   }
 
   // Removes `key` if present.
-  void erase(std::uintptr_t key) noexcept {
+  void erase(std::uintptr_t key) noexcept { take(key); }
+
+  // Removes `key` and returns its value, or npos when absent: one probe
+  // where find() then erase() would take two.
+  std::uint32_t take(std::uintptr_t key) noexcept {
+    if (key == 0) return npos;
     std::size_t mask = slots_.size() - 1;
     std::size_t i = home(key, mask);
     while (slots_[i].key != key) {
-      if (slots_[i].key == 0) return;
+      if (slots_[i].key == 0) return npos;
       i = (i + 1) & mask;
     }
+    const std::uint32_t value = slots_[i].value;
     // Backward-shift: move later entries of the probe run into the hole.
     std::size_t hole = i;
     for (std::size_t j = (i + 1) & mask; slots_[j].key != 0; j = (j + 1) & mask) {
@@ -68,6 +74,7 @@ class pointer_map {
     }
     slots_[hole] = slot{};
     --size_;
+    return value;
   }
 
   // Makes room for `n` entries so that the next inserts cannot fail.
