@@ -15,6 +15,36 @@
  *     system (chunks and large blocks together); past it, allocations give
  *     ::DAO_ERR_OUT_OF_MEMORY.
  *   - `initial_pool` (default 0): bytes of chunks reserved at creation.
+ * - `"caching"`: stream-ordered caching allocator, as PyTorch's CUDA caching
+ *   allocator (the default of device places). Requests are rounded up to
+ *   512 B; blocks belong to the stream they were allocated on and are reused
+ *   only there (see dao_allocator_record_stream()); freed blocks stay cached
+ *   for reuse, split and merged with their neighbours; when the place is full
+ *   the cache is released and the request retried before
+ *   ::DAO_ERR_OUT_OF_MEMORY. Where the place supports virtual memory (CPU,
+ *   SIM, CUDA devices) memory comes in *expandable segments*: one reserved
+ *   address range per stream whose pages are mapped as blocks need them, so
+ *   best fit works across the whole range and a full device can use every
+ *   free page. Elsewhere it carves PyTorch's segments (2 MiB for requests up
+ *   to 1 MiB, 20 MiB for 1-10 MiB, larger ones rounded up to 2 MiB).
+ *   Config keys (PyTorch's names where they mean the same):
+ *   - `max_split_size_mb` / `max_split_size` (default 0 = none, else > 20 MiB):
+ *     blocks this large are never split and serve only requests within
+ *     20 MiB of their size (segment mode).
+ *   - `roundup_power2_divisions` (default 0): round sizes up to the next of
+ *     N steps between powers of two (N a power of two up to 64).
+ *   - `garbage_collection_threshold` (default 0 = off, else in (0, 1)): when
+ *     reserved memory passes this fraction of the limit, cached memory is
+ *     released before new memory is taken.
+ *   - `memory_fraction` (default 0 = none): at most this fraction of the
+ *     place's capacity; `max_pool` (default 0 = none): at most this many bytes.
+ *   - `expandable_segments` (default true): use expandable segments where
+ *     the place can map memory.
+ *   - `reserve_slack` (default none): with expandable segments, give cached
+ *     pages back before reserved memory grows past the memory in use by more
+ *     than this fraction (a lower peak for more system calls).
+ *   The environment variable `DAO_NO_CACHING=1` turns caching off (every
+ *   free gives the memory back) for debugging with memory checkers.
  * - `"system"`: no pooling; every allocation goes to the system resource.
  *   Useful as a baseline and under memory checkers. No config keys.
  *
@@ -178,10 +208,14 @@ DAO_API dao_status dao_allocator_create(dao_place place, const char *strategy,
  *
  * @param[in]  a      The allocator.
  * @param[in]  size   Bytes; 0 gives NULL and ::DAO_OK.
- * @param[in]  stream The stream the memory will be used on. Strategies of
- *                    this version are not stream-ordered and accept any
- *                    stream: the memory may be used on any stream, and the
- *                    caller must finish work on it before freeing it.
+ * @param[in]  stream The stream the memory will be used on (NULL: the
+ *                    default stream). "caching" is stream-ordered: the block
+ *                    belongs to this stream and, once freed, is reused only
+ *                    for requests on it, so work queued on the stream before
+ *                    the free finishes first. The stream must outlive the
+ *                    block. "buddy" and "system" accept any stream and give
+ *                    memory back at once on free: finish all work on it
+ *                    before freeing.
  * @param[out] ptr    Receives the pointer, owned by the caller until
  *                    dao_allocator_free() on the same allocator. Set to
  *                    NULL on failure.
