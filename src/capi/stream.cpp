@@ -6,7 +6,6 @@
 #include <memory>
 
 #include "capi/guard.hpp"
-#include "resource/sim_stream.hpp"
 #include "resource/stream.hpp"
 #include "resource/system_resource.hpp"
 #include "util/format.hpp"
@@ -52,25 +51,6 @@ void require_compatible(const dao_stream_st& s, const dao_event_st& e, bool wait
       waiting ? "a stream can wait only on events of its own place (or, between SIM devices, "
                 "of any SIM device)"
               : "an event can be recorded only on a stream of its own place"));
-}
-
-// Recording on the default stream: the event completes at once.
-void complete_now(dao_event_st& e) {
-  switch (raw_kind(e.place.kind)) {
-    case DAO_PLACE_CPU:
-      return;  // a CPU event is always complete
-    case DAO_PLACE_SIM:
-      sim_event_complete_now(*e.impl);
-      return;
-    default: {
-      // CUDA: record on the legacy default stream, then wait for it, so the
-      // event is complete when this returns.
-      std::unique_ptr<stream_impl> legacy = resource_for(e.place).wrap_stream(nullptr);
-      legacy->record(*e.impl);
-      e.impl->synchronize();
-      return;
-    }
-  }
 }
 
 // Refuses ranges that overlap or that run past the end of the address space.
@@ -200,7 +180,7 @@ extern "C" dao_status dao_event_record(dao_event event, dao_stream stream) {
   return guarded([&] {
     dao_event_st& e = checked_event(event, "dao_event_record");
     if (stream == nullptr) {
-      complete_now(e);
+      e.impl->complete_now();
       return;
     }
     dao_stream_st& s = checked_stream(stream, "dao_event_record");

@@ -65,6 +65,14 @@ class cuda_event final : public event_impl {
     check(driver_, driver_.api().event_synchronize(event_), name_, "cuEventSynchronize");
   }
 
+  // Records on the legacy default stream and waits, so the event is
+  // complete when this returns.
+  void complete_now() override {
+    pushed_context scope(driver_, ctx_, name_);
+    check(driver_, driver_.api().event_record(event_, nullptr), name_, "cuEventRecord");
+    check(driver_, driver_.api().event_synchronize(event_), name_, "cuEventSynchronize");
+  }
+
   CUevent handle() const noexcept { return event_; }
 
  private:

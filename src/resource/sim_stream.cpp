@@ -65,6 +65,12 @@ class sim_event final : public event_impl {
     state_->wait_for(generation);
   }
 
+  void complete_now() override {
+    std::lock_guard<std::mutex> lock(state_->mutex);
+    // A generation that no marker carries counts as retired from the start.
+    ++state_->recorded;
+  }
+
   const std::shared_ptr<event_state>& state() const noexcept { return state_; }
 
  private:
@@ -288,11 +294,5 @@ std::unique_ptr<stream_impl> make_sim_stream(dao_place place) {
 
 std::unique_ptr<event_impl> make_sim_event() { return std::make_unique<sim_event>(); }
 
-void sim_event_complete_now(event_impl& event) {
-  event_state& state = *as_sim_event(event, "record").state();
-  std::lock_guard<std::mutex> lock(state.mutex);
-  // A generation that no marker carries counts as retired from the start.
-  ++state.recorded;
-}
 
 }  // namespace dao::detail

@@ -18,10 +18,5 @@ std::unique_ptr<stream_impl> make_sim_stream(dao_place place);
 // A SIM event; it counts as completed until it is first recorded.
 std::unique_ptr<event_impl> make_sim_event();
 
-// Moves a SIM event to a point that has already been reached, which is what
-// recording it on the (synchronous) default stream means. Work queued by
-// earlier records still runs; waits queued before this call still wait for
-// it. Throws invalid_argument when `event` is not a SIM event.
-void sim_event_complete_now(event_impl& event);
 
 }  // namespace dao::detail

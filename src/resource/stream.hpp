@@ -35,6 +35,8 @@ class event_impl {
   virtual ~event_impl() = default;
   virtual bool query() = 0;
   virtual void synchronize() = 0;
+  // Recording on the default (NULL) stream: the event completes at once.
+  virtual void complete_now() = 0;
 };
 
 }  // namespace dao::detail
