@@ -11,6 +11,14 @@ if(DAO_CUDA_ENABLED)
   target_link_libraries(dao_fake_cuda PRIVATE Threads::Threads)
   # Its entry points must be exported whatever the project's defaults are.
   set_target_properties(dao_fake_cuda PROPERTIES C_VISIBILITY_PRESET default)
+  # The same driver without the virtual memory management entry points, as
+  # an old driver.
+  add_library(dao_fake_cuda_novmm SHARED ${CMAKE_CURRENT_LIST_DIR}/fake_cuda/fake_cuda.c)
+  target_include_directories(dao_fake_cuda_novmm SYSTEM PRIVATE ${DAO_CUDA_INCLUDE_DIR})
+  target_compile_options(dao_fake_cuda_novmm PRIVATE ${DAO_WARNING_FLAGS})
+  target_compile_definitions(dao_fake_cuda_novmm PRIVATE FAKE_CUDA_WITHOUT_VMM=1)
+  target_link_libraries(dao_fake_cuda_novmm PRIVATE Threads::Threads)
+  set_target_properties(dao_fake_cuda_novmm PROPERTIES C_VISIBILITY_PRESET default)
 
   add_executable(test_cuda_backend ${CMAKE_CURRENT_LIST_DIR}/test_cuda_backend.c)
   if(CMOCKA_INCLUDE_DIR)
@@ -18,9 +26,11 @@ if(DAO_CUDA_ENABLED)
   endif()
   target_link_libraries(test_cuda_backend PRIVATE dao ${CMOCKA_LIBRARY} Threads::Threads
                                                   ${CMAKE_DL_LIBS})
+  # cuda.h: the types of the fake driver's entry points it calls.
+  target_include_directories(test_cuda_backend SYSTEM PRIVATE ${DAO_CUDA_INCLUDE_DIR})
   target_compile_options(test_cuda_backend PRIVATE ${DAO_WARNING_FLAGS})
   # Not linked (libdao dlopens it), but it must be built before the tests run.
-  add_dependencies(test_cuda_backend dao_fake_cuda)
+  add_dependencies(test_cuda_backend dao_fake_cuda dao_fake_cuda_novmm)
 
   set(_dao_fake_cuda "DAO_CUDA_LIBRARY=$<TARGET_FILE:dao_fake_cuda>")
   # 64 MiB per device and of pinned memory; a 12345-byte allocation fails
@@ -31,6 +41,18 @@ if(DAO_CUDA_ENABLED)
 
   add_test(NAME test_cuda_backend_fake COMMAND test_cuda_backend fake)
   set_tests_properties(test_cuda_backend_fake PROPERTIES ENVIRONMENT "${_dao_fake_cuda_env}")
+
+  # The same tests without virtual memory, where the caching strategy falls
+  # back to classic segments: a device that reports no support, and a driver
+  # that lacks the entry points.
+  add_test(NAME test_cuda_backend_fake_no_vmm_device COMMAND test_cuda_backend fake-no-vmm)
+  set_tests_properties(test_cuda_backend_fake_no_vmm_device PROPERTIES
+    ENVIRONMENT "${_dao_fake_cuda_env};FAKE_CUDA_NO_VMM=1")
+  set(_dao_fake_cuda_novmm_env "${_dao_fake_cuda_env}")
+  list(TRANSFORM _dao_fake_cuda_novmm_env REPLACE "dao_fake_cuda>$" "dao_fake_cuda_novmm>")
+  add_test(NAME test_cuda_backend_fake_no_vmm_driver COMMAND test_cuda_backend fake-no-vmm)
+  set_tests_properties(test_cuda_backend_fake_no_vmm_driver PROPERTIES
+    ENVIRONMENT "${_dao_fake_cuda_novmm_env}")
 
   add_test(NAME test_cuda_backend_no_driver
            COMMAND test_cuda_backend none
@@ -54,7 +76,9 @@ if(DAO_CUDA_ENABLED)
   add_test(NAME test_cuda_backend_driver COMMAND test_cuda_backend driver)
   set_tests_properties(test_cuda_backend_driver PROPERTIES ENVIRONMENT "DAO_CUDA_LIBRARY=")
 
-  set_tests_properties(test_cuda_backend_fake test_cuda_backend_no_driver
+  set_tests_properties(test_cuda_backend_fake test_cuda_backend_fake_no_vmm_device
+                       test_cuda_backend_fake_no_vmm_driver
+                       test_cuda_backend_no_driver
                        test_cuda_backend_no_device test_cuda_backend_not_a_driver
                        test_cuda_backend_driver
                        PROPERTIES LABELS "unit;cuda" TIMEOUT 300)

@@ -6,7 +6,14 @@
  *                                       contains EXPECTED when given)
  *   test_cuda_backend fake              DAO_CUDA_LIBRARY names the fake driver
  *                                       (tests/fake_cuda) with
- *                                       FAKE_CUDA_DEVICES=2
+ *                                       FAKE_CUDA_DEVICES=2; device memory
+ *                                       has virtual memory management, so
+ *                                       the caching strategy grows
+ *                                       expandable segments
+ *   test_cuda_backend fake-no-vmm       the same without virtual memory
+ *                                       (FAKE_CUDA_NO_VMM=1, or the fake
+ *                                       built without its entry points):
+ *                                       classic segments
  *   test_cuda_backend driver            whatever driver this machine has:
  *                                       checks a real GPU when there is one,
  *                                       and the "no device" answer otherwise
@@ -19,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -26,6 +34,7 @@
 
 #include <cmocka.h>
 
+#include <cuda.h> /* types of the fake driver's entry points */
 #include <dao.h>
 
 #define MiB ((size_t)1 << 20)
@@ -147,7 +156,25 @@ static struct {
   long (*live_events)(void);
   void *(*stream_create)(int);
   int (*stream_destroy)(void *);
+  long (*live_reservations)(void);
+  long (*live_handles)(void);
+  long (*live_mappings)(void);
+  long (*map_calls)(void);
+  void (*fail_call)(const char *, int, int);
+  /* Virtual memory entry points; NULL in the fake built without them. */
+  CUresult (*mem_address_reserve)(CUdeviceptr *, size_t, size_t, CUdeviceptr, unsigned long long);
+  CUresult (*mem_address_free)(CUdeviceptr, size_t);
+  CUresult (*mem_create)(CUmemGenericAllocationHandle *, size_t, const CUmemAllocationProp *,
+                         unsigned long long);
+  CUresult (*mem_release)(CUmemGenericAllocationHandle);
+  CUresult (*mem_map)(CUdeviceptr, size_t, size_t, CUmemGenericAllocationHandle,
+                      unsigned long long);
+  CUresult (*mem_unmap)(CUdeviceptr, size_t);
+  CUresult (*mem_set_access)(CUdeviceptr, size_t, const CUmemAccessDesc *, size_t);
 } fake;
+
+/* Whether device memory is expected to have virtual memory (mode "fake"). */
+static int expect_vmm;
 
 static size_t device_capacity;
 static size_t fail_size;
@@ -192,6 +219,26 @@ static int setup_fake(void **state) {
   *(void **)&fake.live_events = fake_symbol(handle, "fake_cuda_live_events");
   *(void **)&fake.stream_create = fake_symbol(handle, "fake_cuda_stream_create");
   *(void **)&fake.stream_destroy = fake_symbol(handle, "fake_cuda_stream_destroy");
+  *(void **)&fake.live_reservations = fake_symbol(handle, "fake_cuda_live_reservations");
+  *(void **)&fake.live_handles = fake_symbol(handle, "fake_cuda_live_handles");
+  *(void **)&fake.live_mappings = fake_symbol(handle, "fake_cuda_live_mappings");
+  *(void **)&fake.map_calls = fake_symbol(handle, "fake_cuda_map_calls");
+  *(void **)&fake.fail_call = fake_symbol(handle, "fake_cuda_fail_call");
+  *(void **)&fake.mem_address_reserve = dlsym(handle, "cuMemAddressReserve");
+  *(void **)&fake.mem_address_free = dlsym(handle, "cuMemAddressFree");
+  *(void **)&fake.mem_create = dlsym(handle, "cuMemCreate");
+  *(void **)&fake.mem_release = dlsym(handle, "cuMemRelease");
+  *(void **)&fake.mem_map = dlsym(handle, "cuMemMap");
+  *(void **)&fake.mem_unmap = dlsym(handle, "cuMemUnmap");
+  *(void **)&fake.mem_set_access = dlsym(handle, "cuMemSetAccess");
+  if (expect_vmm && fake.mem_map == NULL) {
+    fprintf(stderr, "mode fake needs the fake driver with virtual memory\n");
+    return -1;
+  }
+  if (!expect_vmm && fake.mem_map != NULL && getenv("FAKE_CUDA_NO_VMM") == NULL) {
+    fprintf(stderr, "mode fake-no-vmm needs FAKE_CUDA_NO_VMM=1 or dao_fake_cuda_novmm\n");
+    return -1;
+  }
   /* Plain byte counts here (the fake also takes K/M/G suffixes). */
   device_capacity = env_bytes("FAKE_CUDA_CAPACITY");
   fail_size = env_bytes("FAKE_CUDA_FAIL_SIZE");
@@ -726,6 +773,379 @@ static void test_fake_stream_bad_input(void **state) {
   assert_context_balanced();
 }
 
+/* ---- virtual memory: the caching strategy's expandable segments ---- */
+
+#define GRANULE (2 * MiB) /* the fake's default granularity */
+
+/* Nothing of the driver's virtual memory is left: no reservation, mapping
+   or physical allocation, and no byte in use on either device. */
+static void assert_no_vmm_left(void) {
+  assert_int_equal(fake.live_reservations(), 0);
+  assert_int_equal(fake.live_mappings(), 0);
+  assert_int_equal(fake.live_handles(), 0);
+  assert_int_equal(fake.live_allocations(), 0);
+  assert_int_equal(fake.used(0), 0);
+  assert_int_equal(fake.used(1), 0);
+}
+
+struct segments {
+  size_t count;
+  size_t expandable; /* how many are expandable */
+  size_t mapped;     /* mapped bytes of all */
+  size_t size;       /* address bytes of all */
+};
+
+static struct segments segments_of(dao_allocator *a) {
+  struct segments out = {0, 0, 0, 0};
+  dao_snapshot *snap = NULL;
+  size_t i;
+  assert_int_equal(dao_allocator_snapshot(a, &snap), DAO_OK);
+  assert_int_equal(dao_snapshot_segment_count(snap, &out.count), DAO_OK);
+  for (i = 0; i < out.count; ++i) {
+    dao_segment_info info;
+    memset(&info, 0, sizeof info);
+    info.struct_size = sizeof info;
+    assert_int_equal(dao_snapshot_segment(snap, i, &info), DAO_OK);
+    out.expandable += info.expandable == 1;
+    out.mapped += info.mapped_bytes;
+    out.size += info.size;
+    if (info.expandable) {
+      assert_int_equal(info.address % GRANULE, 0);
+      assert_int_equal(info.mapped_bytes % GRANULE, 0);
+      assert_true(info.mapped_bytes <= info.size);
+    }
+  }
+  assert_int_equal(dao_snapshot_destroy(snap), DAO_OK);
+  return out;
+}
+
+static void fill(void *p, size_t bytes, unsigned seed) {
+  unsigned char *c = (unsigned char *)p;
+  size_t k;
+  for (k = 0; k < bytes; ++k) c[k] = (unsigned char)(k * 31 + seed);
+}
+
+static void assert_filled(const void *p, size_t bytes, unsigned seed) {
+  const unsigned char *c = (const unsigned char *)p;
+  size_t k;
+  for (k = 0; k < bytes; ++k) {
+    if (c[k] != (unsigned char)(k * 31 + seed)) {
+      print_error("byte %zu of %p: %u, expected %u\n", k, p, c[k], (unsigned char)(k * 31 + seed));
+      fail();
+    }
+  }
+}
+
+/* The caching strategy on cuda:N: expandable segments where the device has
+   virtual memory, classic ones otherwise; either way allocations, frees and
+   trims work, the data stays, and destroy gives everything back. */
+static void test_fake_caching_segments(void **state) {
+  enum { kCount = 6 };
+  static const size_t sizes[kCount] = {1000, 4 * MiB, 4 * MiB, 4 * MiB, 3 * MiB + 5, 12 * MiB + 1};
+  int device;
+  (void)state;
+  trim_place_defaults();
+  for (device = 0; device < 2; ++device) {
+    const dao_place place = dao_place_cuda(device);
+    const long maps0 = fake.map_calls();
+    dao_allocator *a = NULL;
+    const char *strategy = NULL, *config = NULL;
+    void *p[kCount];
+    struct segments seg;
+    size_t k, released = 0, used_before;
+    assert_int_equal(dao_allocator_create(place, "caching", NULL, &a), DAO_OK);
+    assert_int_equal(dao_allocator_info(a, NULL, &strategy, &config), DAO_OK);
+    assert_string_equal(strategy, "caching");
+    assert_contains(config, expect_vmm ? "expandable_segments=true" : "expandable_segments=false");
+
+    for (k = 0; k < kCount; ++k) {
+      assert_int_equal(dao_allocator_alloc(a, sizes[k], DAO_STREAM_DEFAULT, &p[k]), DAO_OK);
+      assert_true(is_aligned(p[k]));
+      /* The fake's device memory is host memory: write all of it. */
+      fill(p[k], sizes[k], (unsigned)k);
+    }
+    assert_context_balanced();
+    seg = segments_of(a);
+    assert_true(seg.count >= 1);
+    assert_int_equal(seg.expandable, expect_vmm ? seg.count : 0);
+    /* What the driver counts is what the segments hold. */
+    assert_int_equal(fake.used(device), seg.mapped);
+    assert_int_equal(fake.used(1 - device), 0);
+    if (expect_vmm) {
+      assert_true(fake.map_calls() > maps0);
+      assert_int_equal((size_t)fake.live_mappings() * GRANULE, seg.mapped);
+      assert_true(fake.live_reservations() >= 1);
+    } else {
+      assert_int_equal(fake.map_calls(), maps0);
+      assert_int_equal(fake.live_reservations(), 0);
+    }
+
+    /* Free the middle 4 MiB block and trim: its granules go back (in an
+       expandable segment: a part of what one map() call mapped), the
+       neighbours keep their data. */
+    used_before = fake.used(device);
+    assert_int_equal(dao_allocator_free(a, p[2]), DAO_OK);
+    assert_int_equal(dao_allocator_trim(a, &released), DAO_OK);
+    assert_context_balanced();
+    if (expect_vmm) {
+      assert_true(released >= GRANULE);
+      assert_int_equal(fake.used(device), used_before - released);
+      assert_int_equal(segments_of(a).mapped, fake.used(device));
+    }
+    for (k = 0; k < kCount; ++k)
+      if (k != 2) assert_filled(p[k], sizes[k], (unsigned)k);
+    /* And come back when needed. */
+    assert_int_equal(dao_allocator_alloc(a, sizes[2], DAO_STREAM_DEFAULT, &p[2]), DAO_OK);
+    fill(p[2], sizes[2], 99);
+    assert_int_equal(fake.used(device), segments_of(a).mapped);
+    for (k = 0; k < kCount; ++k) assert_filled(p[k], sizes[k], k == 2 ? 99 : (unsigned)k);
+
+    /* Everything freed and trimmed: no memory, and no segment left. */
+    for (k = 0; k < kCount; ++k) assert_int_equal(dao_allocator_free(a, p[k]), DAO_OK);
+    assert_int_equal(dao_allocator_trim(a, NULL), DAO_OK);
+    seg = segments_of(a);
+    assert_int_equal(seg.count, 0);
+    assert_int_equal(fake.used(device), 0);
+    assert_int_equal(dao_allocator_destroy(a), DAO_OK);
+    assert_no_vmm_left();
+    assert_context_balanced();
+
+    /* Destroy without a trim gives back what is cached, too. */
+    assert_int_equal(dao_allocator_create(place, "caching", NULL, &a), DAO_OK);
+    for (k = 0; k < kCount; ++k)
+      assert_int_equal(dao_allocator_alloc(a, sizes[k], DAO_STREAM_DEFAULT, &p[k]), DAO_OK);
+    for (k = 0; k < kCount; k += 2) assert_int_equal(dao_allocator_free(a, p[k]), DAO_OK);
+    for (k = 1; k < kCount; k += 2) assert_int_equal(dao_allocator_free(a, p[k]), DAO_OK);
+    assert_true(fake.used(device) > 0);
+    assert_int_equal(dao_allocator_destroy(a), DAO_OK);
+    assert_no_vmm_left();
+    assert_context_balanced();
+  }
+}
+
+/* Filling a device: out of memory, nothing leaked by the failed map, and
+   room again after frees. */
+static void test_fake_caching_exhaustion(void **state) {
+  enum { kMax = 64 };
+  const size_t block = 4 * MiB;
+  int device;
+  (void)state;
+  trim_place_defaults();
+  for (device = 0; device < 2; ++device) {
+    const dao_place place = dao_place_cuda(device);
+    dao_allocator *a = NULL;
+    void *ptrs[kMax], *big = NULL;
+    size_t n = 0, k, used;
+    dao_status s = DAO_OK;
+    assert_int_equal(dao_allocator_create(place, "caching", NULL, &a), DAO_OK);
+    while (n < kMax && (s = dao_allocator_alloc(a, block, DAO_STREAM_DEFAULT, &ptrs[n])) == DAO_OK) {
+      fill(ptrs[n], 4096, (unsigned)n);
+      ++n;
+    }
+    assert_int_equal(s, DAO_ERR_OUT_OF_MEMORY);
+    assert_contains(dao_last_error(), "out of memory");
+    assert_contains(dao_last_error(), device == 0 ? "cuda:0" : "cuda:1");
+    assert_context_balanced();
+    /* One segment grown to the whole device: not a byte lost. */
+    if (expect_vmm) {
+      assert_int_equal(n, device_capacity / block);
+      assert_int_equal(fake.used(device), device_capacity);
+    } else {
+      assert_true(n >= 1 && n <= device_capacity / block);
+    }
+    used = fake.used(device);
+    if (expect_vmm) assert_int_equal((size_t)fake.live_mappings() * GRANULE, used);
+
+    /* Room again after a free. */
+    assert_int_equal(dao_allocator_free(a, ptrs[n - 1]), DAO_OK);
+    assert_int_equal(dao_allocator_alloc(a, block, DAO_STREAM_DEFAULT, &ptrs[n - 1]), DAO_OK);
+    assert_int_equal(fake.used(device), used);
+
+    /* A request that fits only in part: the granules mapped before the
+       device ran out are unmapped again. */
+    for (k = 0; k < 3; ++k) assert_int_equal(dao_allocator_free(a, ptrs[k]), DAO_OK);
+    assert_int_equal(dao_allocator_trim(a, NULL), DAO_OK);
+    used = fake.used(device);
+    if (expect_vmm) assert_int_equal(used, device_capacity - 3 * block);
+    assert_int_equal(dao_allocator_alloc(a, 4 * block, DAO_STREAM_DEFAULT, &big),
+                     DAO_ERR_OUT_OF_MEMORY);
+    assert_null(big);
+    assert_int_equal(fake.used(device), used);
+    if (expect_vmm) assert_int_equal((size_t)fake.live_mappings() * GRANULE, used);
+    assert_int_equal(dao_allocator_alloc(a, 3 * block, DAO_STREAM_DEFAULT, &big), DAO_OK);
+    fill(big, 3 * block, 7);
+    for (k = 3; k < n; ++k) assert_filled(ptrs[k], 4096, (unsigned)k);
+    assert_filled(big, 3 * block, 7);
+    assert_context_balanced();
+
+    assert_int_equal(dao_allocator_free(a, big), DAO_OK);
+    for (k = 3; k < n; ++k) assert_int_equal(dao_allocator_free(a, ptrs[k]), DAO_OK);
+    assert_int_equal(dao_allocator_destroy(a), DAO_OK);
+    assert_no_vmm_left();
+  }
+}
+
+/* Driver failures while mapping: the error names the call, and what the
+   failed map() had mapped is undone. */
+static void test_fake_vmm_driver_errors(void **state) {
+  static const struct {
+    const char *call;
+    int skip;
+    int result;
+    dao_status status;
+    const char *message;
+  } cases[] = {
+      {"cuMemMap", 2, CUDA_ERROR_ILLEGAL_ADDRESS, DAO_ERR_BACKEND,
+       "cuda:0: cuMemMap failed while mapping "},
+      {"cuMemCreate", 1, CUDA_ERROR_INVALID_VALUE, DAO_ERR_BACKEND,
+       "cuda:0: cuMemCreate failed while mapping "},
+      {"cuMemSetAccess", 0, CUDA_ERROR_INVALID_DEVICE, DAO_ERR_BACKEND,
+       "cuda:0: cuMemSetAccess failed while mapping "},
+      {"cuMemAddressReserve", 0, CUDA_ERROR_INVALID_VALUE, DAO_ERR_BACKEND,
+       "cuda:0: cuMemAddressReserve("},
+      /* Out of memory once: the caching strategy retries, and succeeds. */
+      {"cuMemCreate", 1, CUDA_ERROR_OUT_OF_MEMORY, DAO_OK, NULL},
+  };
+  size_t i;
+  (void)state;
+  if (!expect_vmm) skip();
+  trim_place_defaults();
+  for (i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
+    dao_allocator *a = NULL;
+    void *p = NULL;
+    assert_int_equal(dao_allocator_create(dao_place_cuda(0), "caching", NULL, &a), DAO_OK);
+    fake.fail_call(cases[i].call, cases[i].skip, cases[i].result);
+    assert_int_equal(dao_allocator_alloc(a, 8 * MiB, DAO_STREAM_DEFAULT, &p), cases[i].status);
+    fake.fail_call(NULL, 0, 0);
+    assert_context_balanced();
+    if (cases[i].message != NULL) {
+      assert_null(p);
+      assert_contains(dao_last_error(), cases[i].message);
+      assert_int_equal(fake.live_mappings(), 0);
+      assert_int_equal(fake.live_handles(), 0);
+      assert_int_equal(fake.used(0), 0);
+      /* The allocator still works. */
+      assert_int_equal(dao_allocator_alloc(a, 8 * MiB, DAO_STREAM_DEFAULT, &p), DAO_OK);
+    }
+    fill(p, 8 * MiB, 3);
+    assert_filled(p, 8 * MiB, 3);
+    assert_int_equal(dao_allocator_free(a, p), DAO_OK);
+    assert_int_equal(dao_allocator_destroy(a), DAO_OK);
+    assert_no_vmm_left();
+  }
+}
+
+struct trim_job {
+  dao_allocator *a;
+  size_t released;
+  dao_status status;
+};
+
+static void *trim_main(void *arg) {
+  struct trim_job *job = (struct trim_job *)arg;
+  job->status = dao_allocator_trim(job->a, &job->released);
+  return NULL;
+}
+
+/* Unmapping waits for work queued before the free: a copy out of a freed
+   block, held up on its stream, still reads the block's data, although a
+   trim unmaps the block meanwhile (without the wait the fake's copy would
+   read unmapped pages and crash). */
+static void test_fake_vmm_unmap_waits(void **state) {
+  const size_t bytes = 8 * MiB;
+  const struct timespec pause = {0, 50 * 1000 * 1000};
+  dao_allocator *a = NULL;
+  dao_stream stream = NULL;
+  void *p = NULL;
+  unsigned char *out = (unsigned char *)malloc(bytes);
+  struct gate g;
+  struct trim_job job = {NULL, 0, DAO_ERR_BACKEND};
+  pthread_t thread;
+  (void)state;
+  assert_non_null(out);
+  if (!expect_vmm) {
+    free(out);
+    skip();
+  }
+  trim_place_defaults();
+  memset(out, 0, bytes);
+  gate_init(&g);
+  assert_int_equal(dao_allocator_create(dao_place_cuda(0), "caching", NULL, &a), DAO_OK);
+  assert_int_equal(dao_stream_create(dao_place_cuda(0), &stream), DAO_OK);
+  assert_int_equal(dao_allocator_alloc(a, bytes, stream, &p), DAO_OK);
+  fill(p, bytes, 11);
+  assert_int_equal(dao_launch_host_func(stream, gate_fn, &g), DAO_OK);
+  assert_int_equal(dao_memcpy_async(out, p, bytes, stream), DAO_OK);
+  gate_wait_entered(&g);
+  /* Stream-ordered: the block is free for the stream's later work at once. */
+  assert_int_equal(dao_allocator_free(a, p), DAO_OK);
+  job.a = a;
+  assert_int_equal(pthread_create(&thread, NULL, trim_main, &job), 0);
+  nanosleep(&pause, NULL); /* time for a trim that does not wait to unmap */
+  gate_open(&g);
+  assert_int_equal(pthread_join(thread, NULL), 0);
+  assert_int_equal(job.status, DAO_OK);
+  assert_true(job.released >= bytes);
+  assert_int_equal(dao_stream_synchronize(stream), DAO_OK);
+  assert_filled(out, bytes, 11);
+  assert_int_equal(dao_stream_destroy(stream), DAO_OK);
+  assert_int_equal(dao_allocator_destroy(a), DAO_OK);
+  assert_no_vmm_left();
+  assert_context_balanced();
+  gate_destroy(&g);
+  free(out);
+}
+
+/* The fake holds libdao to the real driver's rules: cuMemUnmap takes only
+   the exact range of one cuMemMap call, memory lives while mapped, and a
+   reservation with mappings cannot be freed. */
+static void test_fake_vmm_driver_rules(void **state) {
+  void *ctx = NULL, *popped = NULL;
+  CUdeviceptr base = 0;
+  CUmemGenericAllocationHandle h = 0;
+  CUmemAllocationProp prop;
+  CUmemAccessDesc access;
+  (void)state;
+  if (!expect_vmm) skip();
+  memset(&prop, 0, sizeof prop);
+  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  prop.location.id = 1;
+  memset(&access, 0, sizeof access);
+  access.location = prop.location;
+  access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+  assert_int_equal(fake.primary_ctx_retain(&ctx, 1), 0);
+  assert_int_equal(fake.ctx_push(ctx), 0);
+
+  assert_int_equal(fake.mem_address_reserve(&base, 8 * MiB, GRANULE, 0, 0), CUDA_SUCCESS);
+  assert_int_equal(base % GRANULE, 0);
+  assert_int_equal(fake.mem_create(&h, 4 * MiB, &prop, 0), CUDA_SUCCESS);
+  assert_int_equal(fake.used(1), 4 * MiB);
+  assert_int_equal(fake.mem_map(base, 4 * MiB, 0, h, 0), CUDA_SUCCESS);
+  assert_int_equal(fake.mem_map(base + 2 * MiB, 2 * MiB, 0, h, 0), CUDA_ERROR_INVALID_VALUE);
+  assert_int_equal(fake.mem_release(h), CUDA_SUCCESS);
+  assert_int_equal(fake.mem_release(h), CUDA_ERROR_INVALID_VALUE);
+  assert_int_equal(fake.used(1), 4 * MiB); /* the mapping keeps it */
+  assert_int_equal(fake.mem_set_access(base, 6 * MiB, &access, 1), CUDA_ERROR_INVALID_VALUE);
+  assert_int_equal(fake.mem_set_access(base, 4 * MiB, &access, 1), CUDA_SUCCESS);
+  fill((void *)(uintptr_t)base, 4 * MiB, 5);
+  assert_filled((void *)(uintptr_t)base, 4 * MiB, 5);
+  /* Not a sub-range, not a larger one. */
+  assert_int_equal(fake.mem_unmap(base, 2 * MiB), CUDA_ERROR_INVALID_VALUE);
+  assert_int_equal(fake.mem_unmap(base + 2 * MiB, 2 * MiB), CUDA_ERROR_INVALID_VALUE);
+  assert_int_equal(fake.mem_unmap(base, 8 * MiB), CUDA_ERROR_INVALID_VALUE);
+  assert_int_equal(fake.mem_address_free(base, 8 * MiB), CUDA_ERROR_INVALID_VALUE);
+  assert_int_equal(fake.mem_unmap(base, 4 * MiB), CUDA_SUCCESS);
+  assert_int_equal(fake.used(1), 0);
+  assert_int_equal(fake.mem_address_free(base, 4 * MiB), CUDA_ERROR_INVALID_VALUE);
+  assert_int_equal(fake.mem_address_free(base, 8 * MiB), CUDA_SUCCESS);
+  assert_no_vmm_left();
+
+  assert_int_equal(fake.ctx_pop(&popped), 0);
+  assert_int_equal(fake.primary_ctx_release(1), 0);
+  assert_context_balanced();
+}
+
 /* Last: whatever ran before, each device's primary context was retained
    exactly once by libdao. */
 static void test_fake_retained_once(void **state) {
@@ -877,6 +1297,59 @@ static void test_driver_streams(void **state) {
   gate_destroy(&g);
 }
 
+/* The caching strategy on a real GPU: expandable segments where the device
+   has virtual memory management; a trim that unmaps the pages between two
+   blocks leaves the blocks' data alone. */
+static void test_driver_caching(void **state) {
+  const size_t bytes = 6 * MiB + 3;
+  dao_allocator *a = NULL;
+  const char *config = NULL;
+  dao_stream s = NULL;
+  dao_snapshot *snap = NULL;
+  dao_segment_info info;
+  void *d[3] = {NULL, NULL, NULL};
+  unsigned char *in = NULL, *out = NULL;
+  size_t count = 0, k;
+  (void)state;
+  if (driver_devices == 0) skip();
+  assert_int_equal(dao_allocator_create(dao_place_cuda(0), "caching", NULL, &a), DAO_OK);
+  assert_int_equal(dao_allocator_info(a, NULL, NULL, &config), DAO_OK);
+  print_message("caching on cuda:0: %s\n", config);
+  assert_int_equal(dao_stream_create(dao_place_cuda(0), &s), DAO_OK);
+  assert_int_equal(dao_alloc(dao_place_cuda_pinned(), bytes, (void **)&in), DAO_OK);
+  assert_int_equal(dao_alloc(dao_place_cuda_pinned(), bytes, (void **)&out), DAO_OK);
+  for (k = 0; k < bytes; ++k) in[k] = (unsigned char)(k * 29 + 3);
+  memset(out, 0, bytes);
+  for (k = 0; k < 3; ++k) assert_int_equal(dao_allocator_alloc(a, bytes, s, &d[k]), DAO_OK);
+  assert_int_equal(dao_memcpy_async(d[0], in, bytes, s), DAO_OK);
+  assert_int_equal(dao_memcpy_async(d[2], in, bytes, s), DAO_OK);
+  assert_int_equal(dao_allocator_free(a, d[1]), DAO_OK);
+  assert_int_equal(dao_allocator_trim(a, NULL), DAO_OK);
+  assert_int_equal(dao_memcpy_async(out, d[2], bytes, s), DAO_OK);
+  assert_int_equal(dao_stream_synchronize(s), DAO_OK);
+  assert_memory_equal(out, in, bytes);
+  memset(out, 0, bytes);
+  assert_int_equal(dao_memcpy_async(out, d[0], bytes, s), DAO_OK);
+  assert_int_equal(dao_stream_synchronize(s), DAO_OK);
+  assert_memory_equal(out, in, bytes);
+
+  assert_int_equal(dao_allocator_snapshot(a, &snap), DAO_OK);
+  assert_int_equal(dao_snapshot_segment_count(snap, &count), DAO_OK);
+  assert_true(count >= 1);
+  memset(&info, 0, sizeof info);
+  info.struct_size = sizeof info;
+  assert_int_equal(dao_snapshot_segment(snap, 0, &info), DAO_OK);
+  assert_int_equal(info.expandable, strstr(config, "expandable_segments=true") != NULL);
+  assert_int_equal(dao_snapshot_destroy(snap), DAO_OK);
+
+  assert_int_equal(dao_allocator_free(a, d[0]), DAO_OK);
+  assert_int_equal(dao_allocator_free(a, d[2]), DAO_OK);
+  assert_int_equal(dao_stream_destroy(s), DAO_OK);
+  assert_int_equal(dao_allocator_destroy(a), DAO_OK);
+  assert_int_equal(dao_free(dao_place_cuda_pinned(), in), DAO_OK);
+  assert_int_equal(dao_free(dao_place_cuda_pinned(), out), DAO_OK);
+}
+
 int main(int argc, char **argv) {
   const char *mode = argc > 1 ? argv[1] : "";
   if (strcmp(mode, "none") == 0) {
@@ -889,7 +1362,7 @@ int main(int argc, char **argv) {
     if (argc > 2) expected_reason = argv[2];
     return cmocka_run_group_tests_name("cuda_backend_none", tests, NULL, NULL);
   }
-  if (strcmp(mode, "fake") == 0) {
+  if (strcmp(mode, "fake") == 0 || strcmp(mode, "fake-no-vmm") == 0) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fake_counts),
         cmocka_unit_test(test_fake_descriptions),
@@ -905,9 +1378,16 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_fake_streams),
         cmocka_unit_test(test_fake_wrapped_stream),
         cmocka_unit_test(test_fake_stream_bad_input),
+        cmocka_unit_test(test_fake_caching_segments),
+        cmocka_unit_test(test_fake_caching_exhaustion),
+        cmocka_unit_test(test_fake_vmm_driver_errors),
+        cmocka_unit_test(test_fake_vmm_unmap_waits),
+        cmocka_unit_test(test_fake_vmm_driver_rules),
         cmocka_unit_test(test_fake_retained_once),
     };
-    return cmocka_run_group_tests_name("cuda_backend_fake", tests, setup_fake, NULL);
+    expect_vmm = strcmp(mode, "fake") == 0;
+    return cmocka_run_group_tests_name(expect_vmm ? "cuda_backend_fake" : "cuda_backend_fake_no_vmm",
+                                       tests, setup_fake, NULL);
   }
   if (strcmp(mode, "driver") == 0) {
     const struct CMUnitTest tests[] = {
@@ -915,9 +1395,10 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_driver_alloc_free),
         cmocka_unit_test(test_driver_out_of_memory),
         cmocka_unit_test(test_driver_streams),
+        cmocka_unit_test(test_driver_caching),
     };
     return cmocka_run_group_tests_name("cuda_backend_driver", tests, setup_driver, NULL);
   }
-  fprintf(stderr, "usage: %s none [EXPECTED-REASON] | fake | driver\n", argv[0]);
+  fprintf(stderr, "usage: %s none [EXPECTED-REASON] | fake | fake-no-vmm | driver\n", argv[0]);
   return 2;
 }

@@ -1,6 +1,7 @@
 // The CUDA backends: device memory, pinned host memory and managed memory,
 // each allocated in a device's primary context through the driver API that
 // cuda_driver loads at run time.
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -46,10 +47,7 @@ class cuda_resource final : public system_resource {
 
   void* allocate(std::size_t bytes) override {
     cuda_context_scope scope(driver_, driver_.primary_context(device_));
-    if (scope.status() != CUDA_SUCCESS) {
-      throw backend_error(strprintf("%s: cuCtxPushCurrent failed: %s", name().c_str(),
-                                    driver_.error_text(scope.status()).c_str()));
-    }
+    check_pushed(scope);
     const cuda_driver_api& api = driver_.api();
     void* p = nullptr;
     CUdeviceptr dptr = 0;
@@ -68,7 +66,8 @@ class cuda_resource final : public system_resource {
         p = reinterpret_cast<void*>(static_cast<std::uintptr_t>(dptr));
         break;
     }
-    if (r == CUDA_ERROR_OUT_OF_MEMORY) throw out_of_memory(oom_message(bytes));
+    if (r == CUDA_ERROR_OUT_OF_MEMORY)
+      throw out_of_memory(oom_message(bytes, "allocate", alloc_call(kind_)));
     if (r != CUDA_SUCCESS) {
       throw backend_error(strprintf("%s: %s(%s) failed: %s", name().c_str(), alloc_call(kind_),
                                     format_bytes(bytes).c_str(), driver_.error_text(r).c_str()));
@@ -125,8 +124,198 @@ class cuda_resource final : public system_resource {
     return make_cuda_event(driver_, driver_.primary_context(device_), name());
   }
 
+  // --- virtual memory, device memory only (the driver's virtual memory
+  // management API). cuMemUnmap cannot unmap part of what one cuMemMap
+  // mapped, while the caching strategy unmaps any granule-aligned part of
+  // what it mapped; so every granule gets a physical allocation and a
+  // mapping of its own.
+  std::size_t map_granularity() const noexcept override {
+    if (kind_ != cuda_memory::device) return 0;
+    std::size_t g = granularity_.load(std::memory_order_acquire);
+    if (g != kGranularityUnknown) return g;
+    bool final_answer = true;
+    g = query_granularity(final_answer);
+    if (final_answer) granularity_.store(g, std::memory_order_release);
+    return g;
+  }
+
+  void* reserve_addresses(std::size_t bytes) override {
+    const std::size_t g = map_granularity();
+    if (g == 0) return system_resource::reserve_addresses(bytes);  // throws unsupported
+    if (bytes == 0 || bytes % g != 0) {
+      throw invalid_argument(strprintf("%s: cannot reserve %zu bytes of addresses: not a "
+                                       "positive multiple of the granularity (%s)",
+                                       name().c_str(), bytes, format_bytes(g).c_str()));
+    }
+    cuda_context_scope scope(driver_, driver_.primary_context(device_));
+    check_pushed(scope);
+    const cuda_driver_api& api = driver_.api();
+    CUdeviceptr base = 0;
+    CUresult r = api.mem_address_reserve(&base, bytes, g, 0, 0);
+    if (r == CUDA_ERROR_OUT_OF_MEMORY) {
+      throw out_of_memory(strprintf("%s: out of address space: could not reserve %s "
+                                    "(cuMemAddressReserve: %s)",
+                                    name().c_str(), format_bytes(bytes).c_str(),
+                                    driver_.error_text(r).c_str()));
+    }
+    if (r != CUDA_SUCCESS) {
+      throw backend_error(strprintf("%s: cuMemAddressReserve(%s) failed: %s", name().c_str(),
+                                    format_bytes(bytes).c_str(), driver_.error_text(r).c_str()));
+    }
+    if (base % g != 0) {
+      api.mem_address_free(base, bytes);
+      throw backend_error(strprintf("%s: cuMemAddressReserve(%s) returned %p, not aligned to "
+                                    "the granularity (%s)",
+                                    name().c_str(), format_bytes(bytes).c_str(), to_pointer(base),
+                                    format_bytes(g).c_str()));
+    }
+    return to_pointer(base);
+  }
+
+  void release_addresses(void* base, std::size_t bytes) noexcept override {
+    // base came from reserve_addresses(), which retained the context.
+    CUcontext ctx = driver_.retained_context(device_);
+    if (kind_ != cuda_memory::device || base == nullptr || ctx == nullptr) return;
+    cuda_context_scope scope(driver_, ctx);
+    if (scope.status() == CUDA_SUCCESS) driver_.api().mem_address_free(to_device(base), bytes);
+  }
+
+  void map(void* addr, std::size_t bytes) override {
+    const std::size_t g = map_granularity();
+    if (g == 0) return system_resource::map(addr, bytes);  // throws unsupported
+    const CUdeviceptr base = to_device(addr);
+    if (base % g != 0 || bytes % g != 0) {
+      throw invalid_argument(strprintf("%s: cannot map %zu bytes at %p: not aligned to the "
+                                       "granularity (%s)",
+                                       name().c_str(), bytes, addr, format_bytes(g).c_str()));
+    }
+    if (bytes == 0) return;
+    cuda_context_scope scope(driver_, driver_.primary_context(device_));
+    check_pushed(scope);
+    const cuda_driver_api& api = driver_.api();
+    const CUmemAllocationProp prop = allocation_prop();
+    CUresult r = CUDA_SUCCESS;
+    const char* call = nullptr;
+    std::size_t done = 0;
+    for (; done < bytes; done += g) {
+      CUmemGenericAllocationHandle handle = 0;
+      r = api.mem_create(&handle, g, &prop, 0);
+      if (r != CUDA_SUCCESS) {
+        call = "cuMemCreate";
+        break;
+      }
+      r = api.mem_map(base + done, g, 0, handle, 0);
+      // The mapping keeps the memory alive; without one this frees it.
+      api.mem_release(handle);
+      if (r != CUDA_SUCCESS) {
+        call = "cuMemMap";
+        break;
+      }
+    }
+    if (r == CUDA_SUCCESS) {
+      CUmemAccessDesc access{};
+      access.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+      access.location.id = device_;
+      access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+      r = api.mem_set_access(base, bytes, &access, 1);
+      if (r == CUDA_SUCCESS) return;
+      call = "cuMemSetAccess";
+    }
+    // Maps nothing on failure: undo this call's granules.
+    unmap_granules(base, done, g);
+    if (r == CUDA_ERROR_OUT_OF_MEMORY) throw out_of_memory(oom_message(bytes, "map", call));
+    throw backend_error(strprintf("%s: %s failed while mapping %s at %p: %s", name().c_str(), call,
+                                  format_bytes(bytes).c_str(), addr,
+                                  driver_.error_text(r).c_str()));
+  }
+
+  void unmap(void* addr, std::size_t bytes) noexcept override {
+    // Only what map() mapped, so the granularity is known and the context
+    // retained.
+    const std::size_t g = granularity_.load(std::memory_order_acquire);
+    CUcontext ctx = driver_.retained_context(device_);
+    if (kind_ != cuda_memory::device || g == 0 || g == kGranularityUnknown || ctx == nullptr)
+      return;
+    cuda_context_scope scope(driver_, ctx);
+    // Nothing to report to: a failure means the context is gone (teardown).
+    if (scope.status() != CUDA_SUCCESS) return;
+    // Work queued before the free may still use these pages, and unlike
+    // cuMemFree, cuMemUnmap does not wait for it (PyTorch's expandable
+    // segments synchronize here too). A failed synchronize leaves the
+    // context unusable anyway: unmap regardless.
+    driver_.api().ctx_synchronize();
+    unmap_granules(to_device(addr), bytes, g);
+  }
+
  private:
+  static constexpr std::size_t kGranularityUnknown = ~std::size_t(0);
+
   std::string name() const { return place_to_string(place()); }
+
+  static CUdeviceptr to_device(const void* p) noexcept {
+    return static_cast<CUdeviceptr>(reinterpret_cast<std::uintptr_t>(p));
+  }
+  static void* to_pointer(CUdeviceptr p) noexcept {
+    return reinterpret_cast<void*>(static_cast<std::uintptr_t>(p));
+  }
+
+  void check_pushed(const cuda_context_scope& scope) const {
+    if (scope.status() != CUDA_SUCCESS) {
+      throw backend_error(strprintf("%s: cuCtxPushCurrent failed: %s", name().c_str(),
+                                    driver_.error_text(scope.status()).c_str()));
+    }
+  }
+
+  // Plain device memory of this resource's device.
+  CUmemAllocationProp allocation_prop() const noexcept {
+    CUmemAllocationProp prop{};
+    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    prop.location.id = device_;
+    return prop;
+  }
+
+  // The minimum granularity of device memory, or 0 when the driver or the
+  // device has no virtual memory management. `final_answer` becomes false
+  // when the question could not be asked (no context): ask again later.
+  std::size_t query_granularity(bool& final_answer) const noexcept {
+    const cuda_driver_api& api = driver_.api();
+    if (!api.has_virtual_memory()) return 0;
+    CUdevice dev = 0;
+    int supported = 0;
+    if (api.device_get(&dev, device_) != CUDA_SUCCESS ||
+        api.device_get_attribute(&supported,
+                                 CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED,
+                                 dev) != CUDA_SUCCESS ||
+        supported == 0)
+      return 0;
+    CUcontext ctx = nullptr;
+    try {
+      ctx = driver_.primary_context(device_);
+    } catch (...) {
+      final_answer = false;
+      return 0;
+    }
+    cuda_context_scope scope(driver_, ctx);
+    if (scope.status() != CUDA_SUCCESS) {
+      final_answer = false;
+      return 0;
+    }
+    const CUmemAllocationProp prop = allocation_prop();
+    std::size_t g = 0;
+    if (api.mem_get_allocation_granularity(&g, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM) !=
+        CUDA_SUCCESS)
+      return 0;
+    // Granule boundaries must keep libdao's alignment promise.
+    return g != kGranularityUnknown && g % kMinAlignment == 0 ? g : 0;
+  }
+
+  // Unmaps [base, base+bytes) granule by granule, as map() mapped it; the
+  // context is current and no work uses the memory. Errors are ignored:
+  // there is no one to report to.
+  void unmap_granules(CUdeviceptr base, std::size_t bytes, std::size_t g) const noexcept {
+    for (std::size_t off = 0; off + g <= bytes; off += g) driver_.api().mem_unmap(base + off, g);
+  }
 
   // Frees p; the right context is current.
   void release(void* p) const noexcept {
@@ -138,9 +327,10 @@ class cuda_resource final : public system_resource {
   }
 
   // Called with the context current, so cuMemGetInfo sees this device.
-  std::string oom_message(std::size_t bytes) const {
-    std::string head = strprintf("%s: out of memory: tried to allocate %s (%s: %s)",
-                                 name().c_str(), format_bytes(bytes).c_str(), alloc_call(kind_),
+  // `verb` is "allocate" or "map"; `call` the driver call that failed.
+  std::string oom_message(std::size_t bytes, const char* verb, const char* call) const {
+    std::string head = strprintf("%s: out of memory: tried to %s %s (%s: %s)", name().c_str(),
+                                 verb, format_bytes(bytes).c_str(), call,
                                  driver_.error_text(CUDA_ERROR_OUT_OF_MEMORY).c_str());
     if (kind_ == cuda_memory::pinned) {
       return head + strprintf("; the host has %s of physical memory, %s of it available",
@@ -158,6 +348,8 @@ class cuda_resource final : public system_resource {
   cuda_driver& driver_;
   cuda_memory kind_;
   int device_;
+  // map_granularity(), asked once (kGranularityUnknown until then).
+  mutable std::atomic<std::size_t> granularity_{kGranularityUnknown};
 };
 
 class cuda_backend_impl final : public backend {

@@ -124,6 +124,21 @@ void cuda_driver::load_or_throw() {
   need(api_.event_synchronize, "cuEventSynchronize");
   need(api_.memcpy_async, "cuMemcpyAsync");
   need(api_.launch_host_func, "cuLaunchHostFunc");
+  // Entry points libdao can do without: a driver that lacks one of a
+  // feature's entry points simply does not offer the feature.
+  auto optional = [&](auto& fn, const char* name) {
+    if (!resolve(handle, name, fn)) fn = nullptr;
+  };
+  optional(api_.device_get_attribute, "cuDeviceGetAttribute");
+  optional(api_.mem_get_allocation_granularity, "cuMemGetAllocationGranularity");
+  optional(api_.mem_address_reserve, "cuMemAddressReserve");
+  optional(api_.mem_address_free, "cuMemAddressFree");
+  optional(api_.mem_create, "cuMemCreate");
+  optional(api_.mem_release, "cuMemRelease");
+  optional(api_.mem_map, "cuMemMap");
+  optional(api_.mem_unmap, "cuMemUnmap");
+  optional(api_.mem_set_access, "cuMemSetAccess");
+  optional(api_.ctx_synchronize, "cuCtxSynchronize");
   if (missing != nullptr) {
     api_ = cuda_driver_api{};
     reason_ = strprintf("%s lacks %s: the driver is too old or not a CUDA driver (dlsym: %s)",

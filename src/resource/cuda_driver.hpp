@@ -52,6 +52,37 @@ struct cuda_driver_api {
   CUresult (*memcpy_async)(CUdeviceptr dst, CUdeviceptr src, std::size_t bytes,
                            CUstream stream) = nullptr;
   CUresult (*launch_host_func)(CUstream stream, CUhostFn fn, void* user_data) = nullptr;
+
+  // Optional (nullptr when the driver lacks them): virtual memory management,
+  // for the expandable segments of device memory (resource/cuda.cpp). Without
+  // them the device resource reports map granularity 0.
+  CUresult (*device_get_attribute)(int* value, CUdevice_attribute attribute,
+                                   CUdevice device) = nullptr;
+  CUresult (*mem_get_allocation_granularity)(std::size_t* granularity,
+                                             const CUmemAllocationProp* prop,
+                                             CUmemAllocationGranularity_flags option) = nullptr;
+  CUresult (*mem_address_reserve)(CUdeviceptr* ptr, std::size_t bytes, std::size_t alignment,
+                                  CUdeviceptr addr, unsigned long long flags) = nullptr;
+  CUresult (*mem_address_free)(CUdeviceptr ptr, std::size_t bytes) = nullptr;
+  CUresult (*mem_create)(CUmemGenericAllocationHandle* handle, std::size_t bytes,
+                         const CUmemAllocationProp* prop, unsigned long long flags) = nullptr;
+  CUresult (*mem_release)(CUmemGenericAllocationHandle handle) = nullptr;
+  CUresult (*mem_map)(CUdeviceptr ptr, std::size_t bytes, std::size_t offset,
+                      CUmemGenericAllocationHandle handle, unsigned long long flags) = nullptr;
+  CUresult (*mem_unmap)(CUdeviceptr ptr, std::size_t bytes) = nullptr;
+  CUresult (*mem_set_access)(CUdeviceptr ptr, std::size_t bytes, const CUmemAccessDesc* desc,
+                             std::size_t count) = nullptr;
+  // Unlike cuMemFree, cuMemUnmap does not wait for work still using the
+  // memory: unmapping synchronizes the context first.
+  CUresult (*ctx_synchronize)() = nullptr;
+
+  // Every virtual memory entry point above was found.
+  bool has_virtual_memory() const noexcept {
+    return device_get_attribute != nullptr && mem_get_allocation_granularity != nullptr &&
+           mem_address_reserve != nullptr && mem_address_free != nullptr &&
+           mem_create != nullptr && mem_release != nullptr && mem_map != nullptr &&
+           mem_unmap != nullptr && mem_set_access != nullptr && ctx_synchronize != nullptr;
+  }
 };
 
 struct cuda_device_info {

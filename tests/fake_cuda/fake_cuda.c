@@ -10,6 +10,22 @@
  *   FAKE_CUDA_HOST_CAPACITY  bytes of pinned host memory (default 64MiB)
  *   FAKE_CUDA_FAIL_SIZE      an allocation of exactly this many bytes fails
  *                            with CUDA_ERROR_ILLEGAL_ADDRESS (default: none)
+ *   FAKE_CUDA_GRANULARITY    virtual memory granularity (default 2MiB; a
+ *                            power of two, at least the host page size)
+ *   FAKE_CUDA_NO_VMM         1: cuDeviceGetAttribute reports no virtual
+ *                            memory management support
+ *
+ * Virtual memory management (cuMemAddressReserve, cuMemCreate, cuMemMap,
+ * ...) works on host address space: a reservation is a PROT_NONE mapping,
+ * cuMemCreate counts its bytes against the device's capacity, cuMemSetAccess
+ * makes mapped granules readable and writable, and cuMemUnmap drops their
+ * pages. Like the real driver, cuMemUnmap refuses any range that is not
+ * exactly the range of one cuMemMap call, and memory lives until it is
+ * neither mapped nor referenced by its handle. (Unlike the real driver, the
+ * memory belongs to the addresses, not the handle: mapping one handle twice
+ * does not share its bytes.) Built with -DFAKE_CUDA_WITHOUT_VMM (the
+ * dao_fake_cuda_novmm library), the driver lacks these entry points
+ * altogether, as an old driver would.
  *
  * Like the real driver it keeps a per-thread stack of current contexts and
  * refuses memory, stream and event calls without one, so a backend that
@@ -26,6 +42,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #define FAKE_MAX_DEVICES 16
 #define FAKE_MAX_DEPTH 32
@@ -50,6 +68,8 @@ static int fake_devices;
 static size_t fake_capacity;
 static size_t fake_host_capacity;
 static size_t fake_fail_size;
+static size_t fake_granularity;
+static int fake_no_vmm;
 static size_t fake_used_bytes[FAKE_MAX_DEVICES];
 static size_t fake_host_used;
 static long fake_live_count;
@@ -152,6 +172,11 @@ CUresult cuInit(unsigned int flags) {
       fake_capacity = env_size("FAKE_CUDA_CAPACITY", (size_t)64 << 20);
       fake_host_capacity = env_size("FAKE_CUDA_HOST_CAPACITY", (size_t)64 << 20);
       fake_fail_size = env_size("FAKE_CUDA_FAIL_SIZE", 0);
+      fake_granularity = env_size("FAKE_CUDA_GRANULARITY", (size_t)2 << 20);
+      if (fake_granularity == 0 || (fake_granularity & (fake_granularity - 1)) != 0 ||
+          fake_granularity % (size_t)sysconf(_SC_PAGESIZE) != 0)
+        fake_granularity = (size_t)2 << 20;
+      fake_no_vmm = env_size("FAKE_CUDA_NO_VMM", 0) != 0;
       for (i = 0; i < fake_devices; ++i) fake_contexts[i].device = i;
       fake_initialised = 1;
     }
@@ -306,6 +331,354 @@ CUresult cuMemGetInfo_v2(size_t *free_bytes, size_t *total_bytes) {
   return CUDA_SUCCESS;
 }
 
+CUresult cuDeviceGetAttribute(int *value, CUdevice_attribute attribute, CUdevice dev) {
+  if (value == NULL) return CUDA_ERROR_INVALID_VALUE;
+  if (!checked_device(dev)) return CUDA_ERROR_INVALID_DEVICE;
+  switch (attribute) {
+    case CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED:
+#ifdef FAKE_CUDA_WITHOUT_VMM
+      *value = 0;
+#else
+      *value = !fake_no_vmm;
+#endif
+      return CUDA_SUCCESS;
+    default:
+      /* Not modelled: a test notices if libdao starts to rely on it. */
+      return CUDA_ERROR_INVALID_VALUE;
+  }
+}
+
+/* ---- virtual memory management ----
+ *
+ * Everything under fake_lock. Reservations, physical allocations (handles)
+ * and mappings are kept in lists: a test maps at most a few thousand
+ * granules, so linear searches are fine. */
+
+#ifndef FAKE_CUDA_WITHOUT_VMM
+
+/* An injected failure (fake_cuda_fail_call): the call named `name` fails
+   with `result` once `skip` calls of it have succeeded. */
+static char fake_fail_call[32];
+static int fake_fail_skip;
+static CUresult fake_fail_result;
+
+/* Whether this call of `name` is to fail; the caller holds fake_lock. */
+static int injected_failure(const char *name, CUresult *result) {
+  if (fake_fail_call[0] == '\0' || strcmp(fake_fail_call, name) != 0) return 0;
+  if (fake_fail_skip > 0) {
+    --fake_fail_skip;
+    return 0;
+  }
+  fake_fail_call[0] = '\0';
+  *result = fake_fail_result;
+  return 1;
+}
+
+struct reservation {
+  uintptr_t base;
+  size_t bytes;
+  struct reservation *next;
+};
+
+struct handle {
+  int device;
+  size_t bytes;
+  int mappings; /* live cuMemMap of it */
+  int released; /* cuMemRelease called */
+  struct handle *next;
+};
+
+struct mapping {
+  uintptr_t base;
+  size_t bytes;
+  struct handle *handle;
+  struct mapping *next;
+};
+
+static struct reservation *fake_reservations;
+static struct handle *fake_handles;
+static struct mapping *fake_mappings;
+static long fake_live_reservations;
+static long fake_live_handles;
+static long fake_live_mappings;
+static long fake_map_calls;
+
+static int is_power_of_two(size_t x) { return x != 0 && (x & (x - 1)) == 0; }
+
+static int valid_prop(const CUmemAllocationProp *prop) {
+  return prop != NULL && prop->type == CU_MEM_ALLOCATION_TYPE_PINNED &&
+         prop->requestedHandleTypes == CU_MEM_HANDLE_TYPE_NONE &&
+         prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE && checked_device(prop->location.id);
+}
+
+/* The live handle with this value, or NULL; the caller holds fake_lock. */
+static struct handle *find_handle(CUmemGenericAllocationHandle value) {
+  struct handle *h;
+  for (h = fake_handles; h != NULL; h = h->next)
+    if ((CUmemGenericAllocationHandle)(uintptr_t)h == value) return h;
+  return NULL;
+}
+
+/* Frees a handle's memory once it is neither mapped nor referenced; the
+   caller holds fake_lock. */
+static void handle_maybe_free(struct handle *h) {
+  struct handle **link;
+  if (!h->released || h->mappings > 0) return;
+  for (link = &fake_handles; *link != h; link = &(*link)->next) {
+  }
+  *link = h->next;
+  fake_used_bytes[h->device] -= h->bytes;
+  --fake_live_handles;
+  --fake_live_count;
+  free(h);
+}
+
+/* The reservation holding all of [base, base+bytes), or NULL. */
+static struct reservation *reservation_of(uintptr_t base, size_t bytes) {
+  struct reservation *r;
+  for (r = fake_reservations; r != NULL; r = r->next)
+    if (base >= r->base && base - r->base <= r->bytes && bytes <= r->bytes - (base - r->base))
+      return r;
+  return NULL;
+}
+
+/* Whether a mapping overlaps [base, base+bytes). */
+static int overlaps_mapping(uintptr_t base, size_t bytes) {
+  struct mapping *m;
+  for (m = fake_mappings; m != NULL; m = m->next)
+    if (base < m->base + m->bytes && m->base < base + bytes) return 1;
+  return 0;
+}
+
+CUresult cuMemGetAllocationGranularity(size_t *granularity, const CUmemAllocationProp *prop,
+                                       CUmemAllocationGranularity_flags option) {
+  if (granularity == NULL || !valid_prop(prop) ||
+      (option != CU_MEM_ALLOC_GRANULARITY_MINIMUM &&
+       option != CU_MEM_ALLOC_GRANULARITY_RECOMMENDED))
+    return CUDA_ERROR_INVALID_VALUE;
+  *granularity = fake_granularity;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t alignment, CUdeviceptr addr,
+                             unsigned long long flags) {
+  struct reservation *r;
+  CUresult result = CUDA_SUCCESS;
+  uintptr_t raw, base;
+  size_t extra;
+  void *p;
+  (void)addr; /* only a hint */
+  if (ptr == NULL || size == 0 || flags != 0) return CUDA_ERROR_INVALID_VALUE;
+  if (current_device() < 0) return CUDA_ERROR_INVALID_CONTEXT;
+  if (alignment == 0) alignment = fake_granularity;
+  if (!is_power_of_two(alignment) || size % fake_granularity != 0 ||
+      size > ((size_t)1 << 46))
+    return CUDA_ERROR_INVALID_VALUE;
+  pthread_mutex_lock(&fake_lock);
+  if (injected_failure("cuMemAddressReserve", &result)) {
+    pthread_mutex_unlock(&fake_lock);
+    return result;
+  }
+  pthread_mutex_unlock(&fake_lock);
+  /* Over-reserve, then cut the ends off to align the base. */
+  extra = alignment > fake_granularity ? alignment : fake_granularity;
+  p = mmap(NULL, size + extra, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED) return CUDA_ERROR_OUT_OF_MEMORY;
+  raw = (uintptr_t)p;
+  base = (raw + extra - 1) & ~(uintptr_t)(extra - 1);
+  if (base > raw) munmap(p, base - raw);
+  if (raw + size + extra > base + size)
+    munmap((void *)(base + size), raw + size + extra - base - size);
+  r = (struct reservation *)malloc(sizeof *r);
+  if (r == NULL) {
+    munmap((void *)base, size);
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  }
+  r->base = base;
+  r->bytes = size;
+  pthread_mutex_lock(&fake_lock);
+  r->next = fake_reservations;
+  fake_reservations = r;
+  ++fake_live_reservations;
+  pthread_mutex_unlock(&fake_lock);
+  *ptr = (CUdeviceptr)base;
+  return CUDA_SUCCESS;
+}
+
+/* Refuses a range that is not exactly one reservation, or one that still
+   has mappings. */
+CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size) {
+  struct reservation **link, *r = NULL;
+  if (current_device() < 0) return CUDA_ERROR_INVALID_CONTEXT;
+  pthread_mutex_lock(&fake_lock);
+  for (link = &fake_reservations; *link != NULL; link = &(*link)->next) {
+    if ((*link)->base == (uintptr_t)ptr && (*link)->bytes == size) {
+      r = *link;
+      break;
+    }
+  }
+  if (r == NULL || overlaps_mapping(r->base, r->bytes)) {
+    pthread_mutex_unlock(&fake_lock);
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  *link = r->next;
+  --fake_live_reservations;
+  pthread_mutex_unlock(&fake_lock);
+  munmap((void *)r->base, r->bytes);
+  free(r);
+  return CUDA_SUCCESS;
+}
+
+CUresult cuMemCreate(CUmemGenericAllocationHandle *out, size_t size,
+                     const CUmemAllocationProp *prop, unsigned long long flags) {
+  struct handle *h;
+  CUresult result = CUDA_SUCCESS;
+  int device;
+  if (out == NULL || !valid_prop(prop) || flags != 0 || size == 0 ||
+      size % fake_granularity != 0)
+    return CUDA_ERROR_INVALID_VALUE;
+  if (current_device() < 0) return CUDA_ERROR_INVALID_CONTEXT;
+  device = prop->location.id;
+  pthread_mutex_lock(&fake_lock);
+  if (injected_failure("cuMemCreate", &result)) {
+    pthread_mutex_unlock(&fake_lock);
+    return result;
+  }
+  if (size > fake_capacity - fake_used_bytes[device] ||
+      (h = (struct handle *)calloc(1, sizeof *h)) == NULL) {
+    pthread_mutex_unlock(&fake_lock);
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  }
+  h->device = device;
+  h->bytes = size;
+  h->next = fake_handles;
+  fake_handles = h;
+  fake_used_bytes[device] += size;
+  ++fake_live_handles;
+  ++fake_live_count;
+  pthread_mutex_unlock(&fake_lock);
+  *out = (CUmemGenericAllocationHandle)(uintptr_t)h;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuMemRelease(CUmemGenericAllocationHandle value) {
+  struct handle *h;
+  if (current_device() < 0) return CUDA_ERROR_INVALID_CONTEXT;
+  pthread_mutex_lock(&fake_lock);
+  h = find_handle(value);
+  if (h == NULL || h->released) {
+    pthread_mutex_unlock(&fake_lock);
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  h->released = 1;
+  handle_maybe_free(h);
+  pthread_mutex_unlock(&fake_lock);
+  return CUDA_SUCCESS;
+}
+
+/* Maps the handle's memory, without access: cuMemSetAccess grants it. */
+CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle value,
+                  unsigned long long flags) {
+  struct handle *h;
+  struct mapping *m;
+  CUresult result = CUDA_SUCCESS;
+  const uintptr_t base = (uintptr_t)ptr;
+  if (flags != 0 || size == 0 || base % fake_granularity != 0 || size % fake_granularity != 0 ||
+      offset % fake_granularity != 0)
+    return CUDA_ERROR_INVALID_VALUE;
+  if (current_device() < 0) return CUDA_ERROR_INVALID_CONTEXT;
+  pthread_mutex_lock(&fake_lock);
+  h = find_handle(value);
+  if (h == NULL || h->released || offset > h->bytes || size > h->bytes - offset ||
+      reservation_of(base, size) == NULL || overlaps_mapping(base, size)) {
+    pthread_mutex_unlock(&fake_lock);
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  if (injected_failure("cuMemMap", &result) ||
+      (m = (struct mapping *)malloc(sizeof *m)) == NULL) {
+    pthread_mutex_unlock(&fake_lock);
+    return result != CUDA_SUCCESS ? result : CUDA_ERROR_OUT_OF_MEMORY;
+  }
+  m->base = base;
+  m->bytes = size;
+  m->handle = h;
+  m->next = fake_mappings;
+  fake_mappings = m;
+  ++h->mappings;
+  ++fake_live_mappings;
+  ++fake_map_calls;
+  pthread_mutex_unlock(&fake_lock);
+  return CUDA_SUCCESS;
+}
+
+/* Only the exact range of one cuMemMap call, as the real driver. */
+CUresult cuMemUnmap(CUdeviceptr ptr, size_t size) {
+  struct mapping **link, *m = NULL;
+  if (current_device() < 0) return CUDA_ERROR_INVALID_CONTEXT;
+  pthread_mutex_lock(&fake_lock);
+  for (link = &fake_mappings; *link != NULL; link = &(*link)->next) {
+    if ((*link)->base == (uintptr_t)ptr && (*link)->bytes == size) {
+      m = *link;
+      break;
+    }
+  }
+  if (m == NULL) {
+    pthread_mutex_unlock(&fake_lock);
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  *link = m->next;
+  --fake_live_mappings;
+  /* The memory is gone: the next mapping there starts from zeros, and a
+     stray access faults. */
+  madvise((void *)m->base, m->bytes, MADV_DONTNEED);
+  mprotect((void *)m->base, m->bytes, PROT_NONE);
+  --m->handle->mappings;
+  handle_maybe_free(m->handle);
+  pthread_mutex_unlock(&fake_lock);
+  free(m);
+  return CUDA_SUCCESS;
+}
+
+/* The range must be whole mappings, back to back. */
+CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc *desc, size_t count) {
+  CUresult result = CUDA_SUCCESS;
+  uintptr_t cursor = (uintptr_t)ptr;
+  const uintptr_t end = (uintptr_t)ptr + size;
+  int prot = PROT_NONE;
+  size_t i;
+  if (desc == NULL || count == 0 || size == 0) return CUDA_ERROR_INVALID_VALUE;
+  for (i = 0; i < count; ++i) {
+    if (desc[i].location.type != CU_MEM_LOCATION_TYPE_DEVICE)
+      return CUDA_ERROR_INVALID_VALUE;
+    if (!checked_device(desc[i].location.id)) return CUDA_ERROR_INVALID_DEVICE;
+    switch (desc[i].flags) {
+      case CU_MEM_ACCESS_FLAGS_PROT_NONE: break;
+      case CU_MEM_ACCESS_FLAGS_PROT_READ: prot |= PROT_READ; break;
+      case CU_MEM_ACCESS_FLAGS_PROT_READWRITE: prot |= PROT_READ | PROT_WRITE; break;
+      default: return CUDA_ERROR_INVALID_VALUE;
+    }
+  }
+  if (current_device() < 0) return CUDA_ERROR_INVALID_CONTEXT;
+  pthread_mutex_lock(&fake_lock);
+  while (cursor < end) {
+    struct mapping *m;
+    for (m = fake_mappings; m != NULL && m->base != cursor; m = m->next) {
+    }
+    if (m == NULL || m->bytes > end - cursor) {
+      pthread_mutex_unlock(&fake_lock);
+      return CUDA_ERROR_INVALID_VALUE;
+    }
+    cursor += m->bytes;
+  }
+  if (!injected_failure("cuMemSetAccess", &result) &&
+      mprotect((void *)(uintptr_t)ptr, size, prot) != 0)
+    result = CUDA_ERROR_OUT_OF_MEMORY;
+  pthread_mutex_unlock(&fake_lock);
+  return result;
+}
+
+#endif /* FAKE_CUDA_WITHOUT_VMM */
+
 /* ---- streams and events ----
  *
  * Each stream has a worker thread that runs its queue in order, so work is
@@ -349,12 +722,14 @@ struct CUstream_st {
   struct fake_item *head, *tail;
   int stopping;
   pthread_t worker;
+  struct CUstream_st *next; /* in fake_streams */
 };
 
 static pthread_mutex_t fake_stream_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t fake_stream_changed = PTHREAD_COND_INITIALIZER;
 static long fake_live_streams;
 static long fake_live_events;
+static struct CUstream_st *fake_streams; /* every live stream */
 
 /* Drops one reference; the caller holds fake_stream_lock. */
 static void event_release_locked(struct CUevent_st *e) {
@@ -413,6 +788,8 @@ static CUresult stream_create(CUstream *out, int device) {
   }
   pthread_mutex_lock(&fake_stream_lock);
   ++fake_live_streams;
+  s->next = fake_streams;
+  fake_streams = s;
   pthread_mutex_unlock(&fake_stream_lock);
   *out = s;
   return CUDA_SUCCESS;
@@ -430,6 +807,11 @@ static CUresult stream_destroy(CUstream s) {
   pthread_join(s->worker, NULL);
   pthread_mutex_lock(&fake_stream_lock);
   --fake_live_streams;
+  {
+    struct CUstream_st **link = &fake_streams;
+    while (*link != s) link = &(*link)->next;
+    *link = s->next;
+  }
   pthread_mutex_unlock(&fake_stream_lock);
   free(s);
   return CUDA_SUCCESS;
@@ -517,6 +899,22 @@ CUresult cuStreamSynchronize(CUstream stream) {
   if (!valid_stream(stream)) return CUDA_ERROR_INVALID_HANDLE;
   pthread_mutex_lock(&fake_stream_lock);
   while (stream->head != NULL) pthread_cond_wait(&fake_stream_changed, &fake_stream_lock);
+  pthread_mutex_unlock(&fake_stream_lock);
+  return CUDA_SUCCESS;
+}
+
+/* Waits until every stream of the current context's device has run what is
+   queued on it. */
+CUresult cuCtxSynchronize(void) {
+  int device = current_device();
+  if (device < 0) return CUDA_ERROR_INVALID_CONTEXT;
+  pthread_mutex_lock(&fake_stream_lock);
+  for (;;) {
+    struct CUstream_st *s = fake_streams;
+    while (s != NULL && (s->device != device || s->head == NULL)) s = s->next;
+    if (s == NULL) break;
+    pthread_cond_wait(&fake_stream_changed, &fake_stream_lock);
+  }
   pthread_mutex_unlock(&fake_stream_lock);
   return CUDA_SUCCESS;
 }
@@ -688,6 +1086,71 @@ size_t fake_cuda_used(int device) {
     n = fake_used_bytes[device];
   pthread_mutex_unlock(&fake_lock);
   return n;
+}
+
+/* Virtual memory: live reservations, physical allocations (cuMemCreate
+   memory not yet freed: mapped or not released; also counted in
+   fake_cuda_live_allocations), mappings, and successful cuMemMap calls
+   since start. All 0 in the library without virtual memory. */
+long fake_cuda_live_reservations(void) {
+  long n = 0;
+#ifndef FAKE_CUDA_WITHOUT_VMM
+  pthread_mutex_lock(&fake_lock);
+  n = fake_live_reservations;
+  pthread_mutex_unlock(&fake_lock);
+#endif
+  return n;
+}
+
+long fake_cuda_live_handles(void) {
+  long n = 0;
+#ifndef FAKE_CUDA_WITHOUT_VMM
+  pthread_mutex_lock(&fake_lock);
+  n = fake_live_handles;
+  pthread_mutex_unlock(&fake_lock);
+#endif
+  return n;
+}
+
+long fake_cuda_live_mappings(void) {
+  long n = 0;
+#ifndef FAKE_CUDA_WITHOUT_VMM
+  pthread_mutex_lock(&fake_lock);
+  n = fake_live_mappings;
+  pthread_mutex_unlock(&fake_lock);
+#endif
+  return n;
+}
+
+long fake_cuda_map_calls(void) {
+  long n = 0;
+#ifndef FAKE_CUDA_WITHOUT_VMM
+  pthread_mutex_lock(&fake_lock);
+  n = fake_map_calls;
+  pthread_mutex_unlock(&fake_lock);
+#endif
+  return n;
+}
+
+/* The next call of `call` ("cuMemCreate", "cuMemMap", "cuMemSetAccess" or
+   "cuMemAddressReserve") after `skip` successful ones fails with `result`,
+   once. NULL cancels. */
+void fake_cuda_fail_call(const char *call, int skip, int result) {
+#ifdef FAKE_CUDA_WITHOUT_VMM
+  (void)call;
+  (void)skip;
+  (void)result;
+#else
+  pthread_mutex_lock(&fake_lock);
+  if (call == NULL) {
+    fake_fail_call[0] = '\0';
+  } else {
+    snprintf(fake_fail_call, sizeof fake_fail_call, "%s", call);
+    fake_fail_skip = skip;
+    fake_fail_result = (CUresult)result;
+  }
+  pthread_mutex_unlock(&fake_lock);
+#endif
 }
 
 /* Streams and events that are alive (created, not yet destroyed; an event
