@@ -183,8 +183,8 @@ extern "C" {
  * Creating reserves nothing unless the config asks for it (`initial_pool`).
  *
  * @param[in]  place    Where the memory comes from.
- * @param[in]  strategy "buddy" or "system"; NULL for the place's default
- *                      strategy (`DAO_ALLOCATOR`, see memory.h).
+ * @param[in]  strategy "buddy", "caching" or "system"; NULL for the place's
+ *                      default strategy (`DAO_ALLOCATOR`, see memory.h).
  * @param[in]  config   `key=value,...` for the strategy; NULL or "" for its
  *                      built-in defaults. Copied.
  * @param[out] out      Receives the handle, owned by the caller until
@@ -364,10 +364,12 @@ DAO_API dao_status dao_allocator_reset_accumulated_stats(dao_allocator *a);
  * then reused only after the work queued on @p stream up to the free has run.
  * @param[in] a      A stream-ordered allocator ("caching").
  * @param[in] ptr    A live pointer of @p a.
- * @param[in] stream The other stream; its own stream or NULL does nothing.
+ * @param[in] stream The other stream, of the allocator's place; its own
+ *                   stream or NULL does nothing. It must stay alive until
+ *                   the block has been freed and its work has run.
  * @retval DAO_OK                   Recorded.
- * @retval DAO_ERR_INVALID_ARGUMENT @p a is NULL or @p stream is not a stream
- *                                  handle.
+ * @retval DAO_ERR_INVALID_ARGUMENT @p a is NULL, @p stream is not a stream
+ *                                  handle, or it belongs to another place.
  * @retval DAO_ERR_INVALID_POINTER  @p ptr is not live in @p a.
  * @retval DAO_ERR_UNSUPPORTED      The strategy is not stream-ordered
  *                                  ("buddy", "system" free at once:

@@ -4,7 +4,8 @@
  *
  * Each place has one default allocator, created on first use. Its strategy
  * comes from `DAO_ALLOCATOR_<KIND>` (KIND one of CPU, CUDA, CUDA_PINNED,
- * CUDA_MANAGED, SIM), else `DAO_ALLOCATOR`, else "buddy"; its config from
+ * CUDA_MANAGED, SIM), else `DAO_ALLOCATOR`, else "buddy" for the CPU place and
+ * "caching" for every other place; its config from
  * `DAO_ALLOC_CONF_<KIND>`, else `DAO_ALLOC_CONF`, else the strategy's
  * defaults. The environment is read once, at the first use of any place.
  */

@@ -389,6 +389,7 @@ std::uint32_t caching_strategy::new_segment(std::uint32_t pool_index, std::size_
     void* base = upstream().reserve_addresses(bytes);
     return add_segment(pool_index, reinterpret_cast<std::uintptr_t>(base), bytes, true);
   }
+  collect_garbage(kNone);
   std::size_t wanted = segment_size(size);
   void* p = nullptr;
   if (within_limit(wanted)) {
@@ -442,6 +443,7 @@ std::size_t caching_strategy::release_holes(std::size_t bytes, std::uint32_t kee
 
 // Maps every granule of [start, start+bytes) that is not mapped yet (and a
 // little ahead when the segment grows at its end). Maps all or nothing.
+// Garbage collection, when configured, runs first: see collect_garbage().
 // Before reserved memory grows past what is in use by more than the slack,
 // cached pages elsewhere are given back: the peak stays near the live
 // memory, not the high-water mark of the addresses.
@@ -449,6 +451,7 @@ void caching_strategy::ensure_mapped(segment& seg, std::uintptr_t start, std::si
                                      std::uint32_t target) {
   const std::size_t g = granularity_;
   if (start - seg.base + bytes <= seg.mapped_prefix) return;  // the common case
+  collect_garbage(target);
   const std::size_t lo = round_down(start - seg.base, g);
   const std::size_t hi = round_up(start - seg.base + bytes, g);
   // Unmapped gaps in [lo, hi).
@@ -616,11 +619,23 @@ std::size_t caching_strategy::release_cached() {
   return released;
 }
 
-void caching_strategy::collect_garbage() {
+// Before new memory is taken: when reserved memory has passed the threshold
+// (a fraction of the limit, or of the place's capacity when no limit is
+// set), give cached memory back first, except the block about to be used.
+void caching_strategy::collect_garbage(std::uint32_t keep) {
+  if (options_.garbage_collection_threshold <= 0) return;
   std::size_t cap = limit();
-  if (options_.garbage_collection_threshold <= 0 || cap == 0) return;
+  if (cap == 0) {
+    try {
+      cap = upstream().info().total_bytes;
+    } catch (...) {
+    }
+  }
+  if (cap == 0) return;
   auto reserved = static_cast<double>(stats_[DAO_STAT_RESERVED_BYTES][DAO_STAT_POOL_ALL].current);
-  if (reserved > options_.garbage_collection_threshold * static_cast<double>(cap)) release_cached();
+  if (reserved <= options_.garbage_collection_threshold * static_cast<double>(cap)) return;
+  if (granularity_ != 0) release_holes(SIZE_MAX, keep);
+  else release_cached();
 }
 
 // --------------------------------------------------------- the hot path
@@ -640,9 +655,7 @@ std::uint32_t caching_strategy::obtain_block(std::uint32_t pool_index, std::size
       return kNone;
     }
   };
-  std::uint32_t i = find_free(pool_index, size);
-  if (i == kNone) collect_garbage();
-  i = attempt();
+  std::uint32_t i = attempt();
   if (i != kNone) return i;
   // Wait for pending frees, give back what is cached, and try again.
   process_events(true);
@@ -824,6 +837,13 @@ void caching_strategy::record_stream(void* p, dao_stream stream) {
   }
   block& b = blocks_[index];
   if (stream == nullptr || stream == b.stream) return;
+  const dao_place mine = upstream().place();
+  if (raw_kind(stream->place.kind) != raw_kind(mine.kind) || stream->place.device != mine.device) {
+    throw invalid_argument(strprintf(
+        "dao_allocator_record_stream: the stream is on %s but the allocator is on %s; only "
+        "streams of the allocator's place can use its memory in order",
+        place_to_string(stream->place).c_str(), place_to_string(mine).c_str()));
+  }
   std::vector<dao_stream>& uses = uses_[index];
   if (std::find(uses.begin(), uses.end(), stream) == uses.end()) uses.push_back(stream);
   b.has_uses = true;
@@ -856,21 +876,22 @@ out_of_memory caching_strategy::oom(std::size_t bytes, const char* why) const {
       static_cast<std::size_t>(stats_[DAO_STAT_ALLOCATED_BYTES][DAO_STAT_POOL_ALL].current);
   const auto reserved =
       static_cast<std::size_t>(stats_[DAO_STAT_RESERVED_BYTES][DAO_STAT_POOL_ALL].current);
-  std::size_t largest = 0;
-  for (const block& b : blocks_)
-    if (b.st == state::free && b.pool != kNone && !b.expandable)
-      largest = std::max(largest, b.size);
-  std::size_t cap = limit();
+  const std::size_t cap = limit();
+  const std::size_t cached = reserved - std::min(reserved, allocated);
+  // Advice only where it can help: fragmentation in classic segments.
+  const char* advice =
+      granularity_ == 0 && cached > bytes
+          ? ". The reserved but unallocated memory is fragmented: max_split_size_mb may help"
+          : "";
   return out_of_memory(strprintf(
       "caching allocator on %s: out of memory: tried to allocate %s (%s). %s has a total "
       "capacity of %s of which %s is free. Of the memory this allocator holds, %s is allocated "
-      "and %s is reserved but unallocated; the largest free block is %s (limit: %s). If "
-      "reserved but unallocated memory is large, try trimming (dao_allocator_trim) or "
-      "expandable_segments=true to avoid fragmentation",
+      "and %s is reserved but unallocated; the largest free block is %s (limit: %s)%s",
       place.c_str(), format_bytes(bytes).c_str(), why, place.c_str(),
       format_bytes(info.total_bytes).c_str(), format_bytes(info.free_bytes).c_str(),
-      format_bytes(allocated).c_str(), format_bytes(reserved - std::min(reserved, allocated)).c_str(),
-      format_bytes(largest).c_str(), cap == 0 ? "none" : format_bytes(cap).c_str()));
+      format_bytes(allocated).c_str(), format_bytes(cached).c_str(),
+      format_bytes(largest_free_block()).c_str(), cap == 0 ? "none" : format_bytes(cap).c_str(),
+      advice));
 }
 
 // ------------------------------------------------------------- statistics
@@ -893,8 +914,13 @@ allocator_counters caching_strategy::counters() const {
   c.reserved_segments_stat = stats_[DAO_STAT_RESERVED_SEGMENTS][DAO_STAT_POOL_ALL];
   c.requested_bytes_stat = stats_[DAO_STAT_REQUESTED_BYTES][DAO_STAT_POOL_ALL];
   c.refresh();
-  // The largest block servable without new memory: free blocks, counting in
-  // expandable segments only what is mapped.
+  c.largest_free_block = largest_free_block();
+  return c;
+}
+
+// The largest block servable without new memory: free blocks, counting in
+// expandable segments only their mapped runs.
+std::size_t caching_strategy::largest_free_block() const noexcept {
   std::size_t largest = 0;
   for (const segment& seg : segments_) {
     if (!seg.live) continue;
@@ -912,8 +938,7 @@ allocator_counters caching_strategy::counters() const {
       }
     }
   }
-  c.largest_free_block = largest;
-  return c;
+  return largest;
 }
 
 bool caching_strategy::stat(int metric, int pool_kind, dao_stat& out) const {

@@ -7,7 +7,7 @@
 // retries, statistics and snapshots.
 //
 // Where the upstream offers virtual memory (CPU, SIM, CUDA devices), each
-// (stream, pool) grows one *expandable segment*: a large reserved address
+// stream grows one *expandable segment*, shared by small and large blocks: a large reserved address
 // range whose pages are mapped when blocks need them and unmapped when cache
 // is released. Best fit then works across what would otherwise be separate
 // segments, so fragmentation stays close to that of one ideal arena, and a
@@ -151,7 +151,8 @@ class caching_strategy final : public strategy {
   void release_segment(std::uint32_t segment_index) noexcept;
   bool within_limit(std::size_t extra) const noexcept;
   std::size_t limit() const noexcept;
-  void collect_garbage();
+  void collect_garbage(std::uint32_t keep);
+  std::size_t largest_free_block() const noexcept;
 
   // the allocation path
   std::uint32_t obtain_block(std::uint32_t pool_index, std::size_t size);
