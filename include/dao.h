@@ -16,5 +16,6 @@
 #include "dao/allocator.h"
 #include "dao/memory.h"
 #include "dao/sim.h"
+#include "dao/recycle.h"
 
 #endif /* DAO_H */
