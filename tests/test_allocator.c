@@ -97,9 +97,18 @@ static void alloc_bad_input(void **state) {
     assert_int_equal(st.live_blocks, 0);
     assert_int_equal(st.failed_alloc_count, 3);
   }
-  /* any stream value is accepted by the non-stream-ordered strategies */
-  assert_ok(dao_allocator_alloc(a, 64, (dao_stream)(uintptr_t)0x1234, &p));
-  assert_ok(dao_allocator_free(a, p));
+  /* the non-stream-ordered strategies accept a stream of any place... */
+  {
+    dao_stream s = NULL;
+    assert_ok(dao_stream_create(dao_place_sim(0), &s));
+    assert_ok(dao_allocator_alloc(a, 64, s, &p));
+    assert_ok(dao_allocator_free(a, p));
+    assert_ok(dao_stream_destroy(s));
+  }
+  /* ...but not something that is not a stream */
+  assert_failure_mentions(dao_allocator_alloc(a, 64, (dao_stream)(void *)not_a_handle, &p),
+                          DAO_ERR_INVALID_ARGUMENT, "stream");
+  assert_null(p);
   assert_ok(dao_allocator_destroy(a));
 }
 

@@ -121,7 +121,14 @@ typedef enum dao_stat_metric {
 /** Number of ::dao_stat_metric values of this version. */
 #define DAO_STAT_METRIC_COUNT 9
 
-/** Which blocks a statistic covers. */
+/**
+ * @brief Which blocks a statistic covers.
+ *
+ * Blocks count in the small or large pool by their size (up to 1 MiB:
+ * small). Reserved memory counts by segment: with expandable segments, small
+ * and large blocks share one segment per stream, counted in the large pool,
+ * so the small pool's reserved bytes stay 0 there.
+ */
 typedef enum dao_stat_pool {
   DAO_STAT_POOL_ALL = 0,   /**< Every block. */
   DAO_STAT_POOL_SMALL = 1, /**< Blocks of the small pool (requests <= 1 MiB). */
@@ -213,14 +220,16 @@ DAO_API dao_status dao_allocator_create(dao_place place, const char *strategy,
  *                    belongs to this stream and, once freed, is reused only
  *                    for requests on it, so work queued on the stream before
  *                    the free finishes first. The stream must outlive the
- *                    block. "buddy" and "system" accept any stream and give
- *                    memory back at once on free: finish all work on it
- *                    before freeing.
+ *                    block. "buddy" and "system" accept a stream of any place
+ *                    and give memory back at once on free: finish all work
+ *                    on it before freeing.
  * @param[out] ptr    Receives the pointer, owned by the caller until
  *                    dao_allocator_free() on the same allocator. Set to
  *                    NULL on failure.
  * @retval DAO_OK                   Allocated.
- * @retval DAO_ERR_INVALID_ARGUMENT @p a or @p ptr is NULL.
+ * @retval DAO_ERR_INVALID_ARGUMENT @p a or @p ptr is NULL, @p stream is not
+ *                                  a stream handle, or ("caching") a stream
+ *                                  of another place.
  * @retval DAO_ERR_OUT_OF_MEMORY    No room (place full, `max_pool`
  *                                  reached, or a size too large to round);
  *                                  the message tells the size, capacity,

@@ -50,6 +50,7 @@ extern "C" dao_status dao_allocator_alloc(dao_allocator* a, size_t size, dao_str
   return guarded([&] {
     dao_allocator& h = checked(a, "dao_allocator_alloc");
     require_non_null(ptr, "dao_allocator_alloc", "ptr");
+    if (stream != nullptr) checked_stream(stream, "dao_allocator_alloc");
     if (size != 0) *ptr = h.impl->allocate(size, stream);
   });
 }

@@ -703,6 +703,7 @@ void* caching_strategy::allocate(std::size_t bytes, dao_stream stream) {
     ++counters_.failed_alloc_count;
     throw oom(bytes, "no place can hold it");
   }
+  if (stream != nullptr) check_stream_place(stream, "dao_allocator_alloc");
   const std::size_t size = round_size(bytes);
   const bool small = size <= kSmallSize;
   std::lock_guard<std::mutex> lock(mutex_);
@@ -837,16 +838,21 @@ void caching_strategy::record_stream(void* p, dao_stream stream) {
   }
   block& b = blocks_[index];
   if (stream == nullptr || stream == b.stream) return;
-  const dao_place mine = upstream().place();
-  if (raw_kind(stream->place.kind) != raw_kind(mine.kind) || stream->place.device != mine.device) {
-    throw invalid_argument(strprintf(
-        "dao_allocator_record_stream: the stream is on %s but the allocator is on %s; only "
-        "streams of the allocator's place can use its memory in order",
-        place_to_string(stream->place).c_str(), place_to_string(mine).c_str()));
-  }
+  check_stream_place(stream, "dao_allocator_record_stream");
   std::vector<dao_stream>& uses = uses_[index];
   if (std::find(uses.begin(), uses.end(), stream) == uses.end()) uses.push_back(stream);
   b.has_uses = true;
+}
+
+// Only streams of the allocator's own place order its memory.
+void caching_strategy::check_stream_place(dao_stream stream, const char* function) const {
+  const dao_place mine = upstream().place();
+  if (raw_kind(stream->place.kind) != raw_kind(mine.kind) || stream->place.device != mine.device) {
+    throw invalid_argument(strprintf(
+        "%s: the stream is on %s but the allocator is on %s; only streams of the allocator's "
+        "place can use its memory in order",
+        function, place_to_string(stream->place).c_str(), place_to_string(mine).c_str()));
+  }
 }
 
 std::size_t caching_strategy::usable_size(const void* p) const {

@@ -160,6 +160,7 @@ class caching_strategy final : public strategy {
   void free_block(std::uint32_t index) noexcept;
   void process_events(bool wait);
   out_of_memory oom(std::size_t bytes, const char* why) const;
+  void check_stream_place(dao_stream stream, const char* function) const;
 
   // statistics
   // Adds `delta` to a metric of the pool (small or large) and of the whole.
