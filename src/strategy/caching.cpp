@@ -189,7 +189,7 @@ void caching_strategy::drop_record(std::uint32_t index) noexcept {
 
 // Room for the records, links and map entries one allocation can create, so
 // that nothing after the first change can fail for lack of host memory.
-void caching_strategy::reserve_bookkeeping() {
+void caching_strategy::grow_bookkeeping() {
   if (blocks_.capacity() < blocks_.size() + 2)
     blocks_.reserve(std::max<std::size_t>(64, blocks_.capacity() * 2));
   if (spare_records_.capacity() < blocks_.capacity()) spare_records_.reserve(blocks_.capacity());

@@ -131,7 +131,14 @@ class caching_strategy final : public strategy {
   // bookkeeping
   std::uint32_t new_record();
   void drop_record(std::uint32_t index) noexcept;
-  void reserve_bookkeeping();
+  // Room for the records, links and map entries one allocation can create,
+  // so that nothing after the first change can fail for lack of host memory.
+  void reserve_bookkeeping() {
+    // The common case costs two compares; segments_ and pools_ grow only
+    // before anything has changed, where a failure is harmless.
+    if (blocks_.capacity() - blocks_.size() < 2 || !live_.has_room(1)) grow_bookkeeping();
+  }
+  void grow_bookkeeping();
   std::uint32_t pool_for(dao_stream stream, bool small);
   void bin_insert(std::uint32_t index) noexcept;
   void bin_remove(std::uint32_t index) noexcept;

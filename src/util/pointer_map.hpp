@@ -77,6 +77,9 @@ class pointer_map {
     return value;
   }
 
+  // Whether `n` more entries fit without growing.
+  bool has_room(std::size_t n) const noexcept { return (size_ + n) * 2 <= slots_.size(); }
+
   // Makes room for `n` entries so that the next inserts cannot fail.
   void reserve(std::size_t n) {
     while (n * 2 > slots_.size()) grow();
