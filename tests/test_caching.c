@@ -2112,7 +2112,7 @@ static int json_object(json_doc *d, enum json_context ctx) {
     text[0] = '\0';
     if (!json_value(d, inner, key, text, sizeof text, &number)) return 0;
     if (ctx == JSON_ROOT && strcmp(key, "strategy") == 0)
-      snprintf(d->strategy, sizeof d->strategy, "%s", text);
+      snprintf(d->strategy, sizeof d->strategy, "%.31s", text);
     if (ctx == JSON_ROOT && strcmp(key, "stats") == 0) d->has_stats = 1;
     if (ctx == JSON_ROOT && strcmp(key, "segments") == 0) d->has_segments = 1;
     if (ctx == JSON_SEGMENT && strcmp(key, "address") == 0 && d->segments > 0 && d->segments <= 64)
