@@ -17,5 +17,6 @@
 #include "dao/memory.h"
 #include "dao/sim.h"
 #include "dao/recycle.h"
+#include "dao/tiered.h"
 
 #endif /* DAO_H */

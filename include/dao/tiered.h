@@ -1,0 +1,290 @@
+/**
+ * @file tiered.h
+ * @brief Tiered pools: a device memory budget backed by a host tier, with a
+ *        kernel queue whose future accesses decide what to evict.
+ *
+ * A program whose tensors do not all fit in device memory creates tensors
+ * (sizes only) and submits *kernels*: host functions with their input and
+ * output tensors. Submitting returns at once; an executor thread runs the
+ * kernels in submission order. Before each kernel it makes every tensor of
+ * the kernel resident in the device budget — allocating, evicting other
+ * tensors to the host tier when there is no room, and fetching back what was
+ * evicted — then calls the kernel with the device pointers, then frees the
+ * tensors that no queued kernel uses any more.
+ *
+ * Every submit advances a logical clock and records each access (tensor,
+ * time, read or write), so the executor knows the *future*: the default
+ * policy, `belady`, evicts what is next used furthest ahead (never again
+ * first). The device budget is managed as one contiguous range, and eviction
+ * opens a contiguous run of blocks large enough for the request.
+ *
+ * Copies run asynchronously on their own streams (device to host, host to
+ * device), ordered against the compute stream with events; the inputs of the
+ * next `prefetch` kernels are fetched ahead while the current kernel runs,
+ * when that evicts nothing needed sooner.
+ *
+ * Config keys (`key=value,...`):
+ * - `policy`: `belady` (default), `lru`, `size_aware` (bytes weighed
+ *   against the distance to the next use), or `callback` (see
+ *   dao_tiered_set_score_callback()).
+ * - `prefetch` (default 2): kernels ahead whose inputs are fetched early;
+ *   0 turns prefetching off.
+ * - `host_budget` (default 0 = no limit): most bytes in the host tier.
+ * - `link_bandwidth` (SIM device only; default 0 = unlimited): copies between
+ *   the tiers take bytes / bandwidth seconds, e.g. `16GB/s` or `25GiB/s`, so
+ *   that benchmarks show how much copy time prefetching hides.
+ */
+#ifndef DAO_TIERED_H
+#define DAO_TIERED_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "export.h"
+#include "place.h"
+#include "status.h"
+#include "stream.h"
+
+/** Opaque tiered pool handle. */
+typedef struct dao_tiered dao_tiered;
+/** Opaque tensor handle (one tensor of a tiered pool). */
+typedef struct dao_tensor dao_tensor;
+
+/** Where a tensor's data is. */
+typedef enum dao_tensor_state {
+  DAO_TENSOR_UNINITIALIZED = 0, /**< Never written: no memory anywhere. */
+  DAO_TENSOR_ON_DEVICE = 1,     /**< Resident in the device budget. */
+  DAO_TENSOR_ON_HOST = 2,       /**< Evicted to (or written into) the host tier. */
+  DAO_TENSOR_IN_TRANSIT = 3     /**< Being copied between the tiers. */
+} dao_tensor_state;
+
+/**
+ * @brief A kernel: called by the executor thread with the device pointers of
+ *        its tensors, in the order they were submitted, and the compute
+ *        stream. It may queue device work on @p stream (it is waited for
+ *        before the tensors move), or compute directly on SIM memory.
+ * @return ::DAO_OK, or any other status to report failure: the pool enters
+ *         a failed state that dao_tiered_synchronize() reports.
+ */
+typedef dao_status (*dao_kernel_fn)(void *user_data, void *const *inputs, size_t input_count,
+                                    void *const *outputs, size_t output_count, dao_stream stream);
+
+/** What a scoring callback learns of one tensor that could be evicted. */
+typedef struct dao_tensor_access_info {
+  size_t struct_size;         /**< sizeof(dao_tensor_access_info). */
+  const dao_tensor *tensor;   /**< The tensor. */
+  size_t bytes;               /**< Its size. */
+  uint64_t now;               /**< Logical time of the kernel being prepared. */
+  uint64_t last_use;          /**< Logical time of its last use so far. */
+  uint64_t next_use;          /**< Next queued use, or UINT64_MAX if none. */
+  uint64_t queued_uses;       /**< Queued kernels that use it. */
+  int dirty;                  /**< 1 if the host tier has no current copy. */
+} dao_tensor_access_info;
+
+/**
+ * @brief Scores a candidate for eviction (policy `callback`): the executor
+ *        evicts the contiguous run of blocks with the highest total score.
+ *        Called on the executor thread; must not call into the pool.
+ */
+typedef double (*dao_score_fn)(void *user_data, const dao_tensor_access_info *info);
+
+/** Statistics of a tiered pool (size-tagged; may grow at its end). */
+typedef struct dao_tiered_stats {
+  size_t struct_size;         /**< In: sizeof(dao_tiered_stats). */
+  uint64_t kernels_submitted; /**< Kernels submitted. */
+  uint64_t kernels_run;       /**< Kernels run. */
+  uint64_t evictions;         /**< Tensors copied device → host to make room. */
+  uint64_t bytes_evicted;     /**< Bytes copied device → host. */
+  uint64_t fetches;           /**< Tensors copied host → device. */
+  uint64_t bytes_fetched;     /**< Bytes copied host → device. */
+  uint64_t prefetches;        /**< Fetches started ahead of their kernel. */
+  uint64_t prefetches_in_time;/**< ... that had completed when it started. */
+  uint64_t stall_ns;          /**< Time the executor waited for copies. */
+  uint64_t device_bytes;      /**< Bytes resident in the device budget now. */
+  uint64_t peak_device_bytes; /**< Peak of device_bytes. */
+  uint64_t host_bytes;        /**< Bytes in the host tier now. */
+  uint64_t peak_host_bytes;   /**< Peak of host_bytes. */
+  uint64_t tensors_live;      /**< Tensors not yet freed. */
+} dao_tiered_stats;
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/**
+ * @brief Create a tiered pool.
+ * @param[in]  device        The device place (CUDA or SIM).
+ * @param[in]  host          The host tier (CPU or CUDA pinned).
+ * @param[in]  device_budget Bytes of device memory the pool may use (> 0);
+ *                           reserved at creation.
+ * @param[in]  config        See the file comment; NULL or "" for defaults.
+ * @param[out] out           Receives the pool, owned by the caller until
+ *                           dao_tiered_destroy().
+ * @retval DAO_OK                   Created; the executor thread runs.
+ * @retval DAO_ERR_INVALID_ARGUMENT NULL @p out, a zero budget, a place of
+ *                                  the wrong kind, or a bad config.
+ * @retval DAO_ERR_NO_DEVICE        A place's device does not exist.
+ * @retval DAO_ERR_OUT_OF_MEMORY    The budget does not fit on the device.
+ * @par Thread safety
+ * Safe to call from any thread.
+ */
+DAO_API dao_status dao_tiered_create(dao_place device, dao_place host, size_t device_budget,
+                                     const char *config, dao_tiered **out);
+
+/**
+ * @brief Set the scoring function of policy `callback`.
+ * @param[in] pool      The pool (created with `policy=callback`).
+ * @param[in] score     The function; must not be NULL.
+ * @param[in] user_data Passed to @p score.
+ * @retval DAO_OK                   Set.
+ * @retval DAO_ERR_INVALID_ARGUMENT A NULL argument.
+ * @retval DAO_ERR_INVALID_STATE    The pool's policy is not `callback`, or
+ *                                  kernels were already submitted.
+ * @par Thread safety
+ * Call before the first submit.
+ */
+DAO_API dao_status dao_tiered_set_score_callback(dao_tiered *pool, dao_score_fn score,
+                                                 void *user_data);
+
+/**
+ * @brief Create a tensor of @p bytes; nothing is allocated until it is
+ *        written or a kernel uses it.
+ * @param[in]  pool  The pool.
+ * @param[in]  bytes Size (> 0 and no larger than the device budget).
+ * @param[out] out   Receives the tensor; the caller holds it until
+ *                   dao_tensor_release().
+ * @retval DAO_OK                   Created.
+ * @retval DAO_ERR_INVALID_ARGUMENT A NULL argument or a zero size.
+ * @retval DAO_ERR_OUT_OF_MEMORY    Larger than the device budget.
+ * @retval DAO_ERR_INVALID_STATE    The pool has failed.
+ * @par Thread safety
+ * Safe to call from any thread.
+ */
+DAO_API dao_status dao_tensor_create(dao_tiered *pool, size_t bytes, dao_tensor **out);
+
+/**
+ * @brief Copy @p bytes from host memory into a tensor, in kernel order: the
+ *        write happens after every kernel already submitted that uses the
+ *        tensor, and before any submitted later. Returns once @p src has been
+ *        copied (it may be reused at once).
+ * @param[in] tensor A tensor the caller holds.
+ * @param[in] src    Host memory of @p bytes.
+ * @param[in] bytes  Must equal the tensor's size.
+ * @retval DAO_OK                   Written (queued in order).
+ * @retval DAO_ERR_INVALID_ARGUMENT A NULL argument, a size mismatch, or a
+ *                                  released tensor.
+ * @retval DAO_ERR_OUT_OF_MEMORY    The host tier is full.
+ * @retval DAO_ERR_INVALID_STATE    The pool has failed.
+ * @par Thread safety
+ * Safe to call from any thread.
+ */
+DAO_API dao_status dao_tensor_write(dao_tensor *tensor, const void *src, size_t bytes);
+
+/**
+ * @brief Copy a tensor into host memory, after every kernel submitted so far
+ *        that writes it has run (waits for them).
+ * @param[in]  tensor A tensor the caller holds.
+ * @param[out] dst    Host memory of @p bytes.
+ * @param[in]  bytes  Must equal the tensor's size.
+ * @retval DAO_OK                   Read.
+ * @retval DAO_ERR_INVALID_ARGUMENT A NULL argument, a size mismatch, or a
+ *                                  released tensor.
+ * @retval DAO_ERR_INVALID_STATE    The tensor was never written, or the pool
+ *                                  has failed (the message says why).
+ * @par Thread safety
+ * Safe to call from any thread.
+ */
+DAO_API dao_status dao_tensor_read(dao_tensor *tensor, void *dst, size_t bytes);
+
+/**
+ * @brief Where a tensor's data is now (a snapshot; it may change at once).
+ * @param[in]  tensor The tensor.
+ * @param[out] state  Receives the state.
+ * @retval DAO_OK                   Written.
+ * @retval DAO_ERR_INVALID_ARGUMENT A NULL argument or a released tensor.
+ * @par Thread safety
+ * Safe to call from any thread.
+ */
+DAO_API dao_status dao_tensor_state(const dao_tensor *tensor, dao_tensor_state *state);
+
+/**
+ * @brief Drop the caller's handle. The tensor's memory is freed once the
+ *        last queued kernel that uses it has run; the handle must not be used
+ *        again (a use after release is detected while the pool lives).
+ * @param[in] tensor The tensor.
+ * @retval DAO_OK                   Released.
+ * @retval DAO_ERR_INVALID_ARGUMENT NULL or an already released tensor.
+ * @par Thread safety
+ * Safe to call from any thread.
+ */
+DAO_API dao_status dao_tensor_release(dao_tensor *tensor);
+
+/**
+ * @brief Submit a kernel; returns at once.
+ *
+ * A tensor may appear in both lists (read and written). All tensors must
+ * belong to @p pool and be held by the caller, and together fit in the
+ * device budget.
+ * @param[in] pool         The pool.
+ * @param[in] fn           The kernel; must not be NULL.
+ * @param[in] user_data    Passed to @p fn; must stay valid until it has run.
+ * @param[in] inputs       Tensors read (may be NULL when @p input_count is 0).
+ * @param[in] input_count  Number of inputs.
+ * @param[in] outputs      Tensors written.
+ * @param[in] output_count Number of outputs.
+ * @retval DAO_OK                   Queued.
+ * @retval DAO_ERR_INVALID_ARGUMENT A NULL argument, a released tensor or a
+ *                                  tensor of another pool.
+ * @retval DAO_ERR_OUT_OF_MEMORY    The kernel's tensors cannot fit in the
+ *                                  device budget at once (message: sizes).
+ * @retval DAO_ERR_INVALID_STATE    The pool has failed.
+ * @par Thread safety
+ * Safe to call from any thread; kernels run in the order the calls return.
+ */
+DAO_API dao_status dao_kernel_submit(dao_tiered *pool, dao_kernel_fn fn, void *user_data,
+                                     dao_tensor *const *inputs, size_t input_count,
+                                     dao_tensor *const *outputs, size_t output_count);
+
+/**
+ * @brief Wait until every submitted kernel has run.
+ * @param[in] pool The pool.
+ * @retval DAO_OK                   All ran.
+ * @retval DAO_ERR_INVALID_ARGUMENT NULL or not a pool.
+ * @retval DAO_ERR_INVALID_STATE    The pool failed: a kernel returned an error
+ *                                  or the host tier was full; the message
+ *                                  says which kernel (its submission number)
+ *                                  and what happened. No data was lost.
+ * @par Thread safety
+ * Safe to call from any thread.
+ */
+DAO_API dao_status dao_tiered_synchronize(dao_tiered *pool);
+
+/**
+ * @brief Read the statistics of a pool.
+ * @param[in]     pool  The pool.
+ * @param[in,out] stats Caller's struct with `struct_size` set.
+ * @retval DAO_OK                   Written.
+ * @retval DAO_ERR_INVALID_ARGUMENT A NULL argument, not a pool, or
+ *                                  `struct_size` too small.
+ * @par Thread safety
+ * Safe to call from any thread.
+ */
+DAO_API dao_status dao_tiered_get_stats(dao_tiered *pool, dao_tiered_stats *stats);
+
+/**
+ * @brief Stop the executor after the queued kernels (or at once if the pool
+ *        failed), free every tensor and the device budget. Always succeeds
+ *        for a valid pool; tensor handles become invalid.
+ * @param[in] pool The pool.
+ * @retval DAO_OK                   Destroyed.
+ * @retval DAO_ERR_INVALID_ARGUMENT NULL or not a pool.
+ * @par Thread safety
+ * No other call may use the pool or its tensors concurrently or afterwards.
+ */
+DAO_API dao_status dao_tiered_destroy(dao_tiered *pool);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* DAO_TIERED_H */
