@@ -205,7 +205,7 @@ DAO_API dao_status dao_tensor_read(dao_tensor *tensor, void *dst, size_t bytes);
  * @par Thread safety
  * Safe to call from any thread.
  */
-DAO_API dao_status dao_tensor_state(const dao_tensor *tensor, dao_tensor_state *state);
+DAO_API dao_status dao_tensor_get_state(const dao_tensor *tensor, dao_tensor_state *state);
 
 /**
  * @brief Drop the caller's handle. The tensor's memory is freed once the
