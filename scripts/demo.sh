@@ -2,8 +2,10 @@
 # Builds libdao and runs the demo, on a fresh Debian 12 machine too:
 #   1. installs the Debian packages it needs when they are missing;
 #   2. configures into build/ and builds;
-#   3. runs `dao info` and the places demo (examples/places_demo.c) with two
-#      simulated 64 MiB devices, unless DAO_SIM_DEVICES is already set.
+#   3. runs `dao info`, the places demo (examples/places_demo.c) and a short
+#      run of the correlator pipeline on recycle pools
+#      (examples/correlator_pipeline.c) with two simulated 64 MiB devices,
+#      unless DAO_SIM_DEVICES is already set.
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -46,3 +48,6 @@ echo "== dao info   (DAO_SIM_DEVICES=$DAO_SIM_DEVICES)"
 echo
 echo "== places_demo"
 "$build/examples/places_demo"
+echo
+echo "== correlator_pipeline 500   (recycle pools: fill -> flag+grid -> writer)"
+"$build/examples/correlator_pipeline" 500

@@ -95,7 +95,7 @@ extern "C" {
  * @param[in]  shape        @p ndim extents, each > 0, in the caller's order
  *                          (libdao does not reorder: a Fortran caller passes
  *                          its column-major extents). Copied.
- * @param[in]  max_buffers  Most buffers the pool may create (> 0).
+ * @param[in]  max_buffers  Most buffers the pool may create (1 .. 2^20).
  * @param[in]  preallocate  Buffers to create now (<= @p max_buffers).
  * @param[in]  config       `key=value,...` or NULL/"" for defaults. Keys:
  *                          `name` (a label for messages and statistics),
@@ -123,15 +123,18 @@ DAO_API dao_status dao_recycle_create(dao_place place, size_t element_size, int 
  * Takes one from the free list, else creates one if fewer than
  * `max_buffers` exist, else waits until one is released.
  * @param[in]  pool    The pool.
- * @param[in]  timeout Seconds to wait: 0 tries once, < 0 waits for ever.
+ * @param[in]  timeout Seconds to wait: 0 tries once, < 0 (or more than
+ *                     1e9) waits for ever; NaN is refused.
  * @param[out] out     Receives the buffer with one reference for the
  *                     caller. Set to NULL on failure.
  * @retval DAO_OK                   Acquired.
  * @retval DAO_ERR_INVALID_ARGUMENT @p pool or @p out is NULL, or not a pool.
  * @retval DAO_ERR_TIMEOUT          No buffer became free in time.
  * @retval DAO_ERR_CLOSED           The pool is closed (also wakes waiters).
- * @retval DAO_ERR_OUT_OF_MEMORY    A new buffer could not be allocated; the
- *                                  pool keeps working with those it has.
+ * @retval DAO_ERR_OUT_OF_MEMORY    A new buffer was needed and could not be
+ *                                  allocated (returned at once, without
+ *                                  waiting for held buffers); the pool keeps
+ *                                  working with those it has.
  * @par Thread safety
  * Safe to call from any number of threads at once.
  */
@@ -187,7 +190,9 @@ DAO_API dao_status dao_recycle_take(dao_recycle_pool *pool, double timeout, dao_
 DAO_API dao_status dao_recycle_close(dao_recycle_pool *pool);
 
 /**
- * @brief Read a pool's statistics (one consistent snapshot).
+ * @brief Read a pool's statistics. created, free, queued and held are one
+ *        atomic snapshot (created = free + queued + held); the peaks and
+ *        counters are read just after and are exact when no call runs.
  * @param[in]     pool  The pool.
  * @param[in,out] stats Caller's struct with `struct_size` set.
  * @retval DAO_OK                   Written.
@@ -218,7 +223,11 @@ DAO_API dao_status dao_recycle_destroy(dao_recycle_pool *pool);
  * @param[in] buffer A buffer the caller holds a reference to.
  * @retval DAO_OK                   Retained.
  * @retval DAO_ERR_INVALID_ARGUMENT NULL or not a buffer.
- * @retval DAO_ERR_INVALID_STATE    The buffer is not held (free or queued).
+ * @retval DAO_ERR_INVALID_STATE    The buffer is free, or queued with no
+ *                                  reference but the queue's (holders who
+ *                                  retained before submitting may retain
+ *                                  and release while it is queued), or it
+ *                                  has 2^32-1 references already.
  * @par Thread safety
  * Safe to call from any thread.
  */
@@ -231,9 +240,10 @@ DAO_API dao_status dao_buffer_retain(dao_buffer *buffer);
  *                   handle after its last reference is dropped.
  * @retval DAO_OK                   Released.
  * @retval DAO_ERR_INVALID_ARGUMENT NULL or not a buffer.
- * @retval DAO_ERR_INVALID_STATE    The buffer holds no reference (a double
- *                                  release, or a queued buffer). Nothing
- *                                  changed.
+ * @retval DAO_ERR_INVALID_STATE    The buffer holds no reference of the
+ *                                  caller's (a double release, or a queued
+ *                                  buffer whose only reference is the
+ *                                  queue's). Nothing changed.
  * @par Thread safety
  * Safe to call from any thread.
  */

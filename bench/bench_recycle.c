@@ -1,0 +1,774 @@
+/*
+ * bench_recycle: buffers per second through a libdao recycle pool
+ * (acquire -> submit -> take -> release) with 1 and 2 producer/consumer
+ * pairs, against two baselines written here, all in one run:
+ *
+ *  - malloc/free per buffer, handed over through a bounded queue guarded by
+ *    a mutex and two condition variables (the straightforward pipeline);
+ *  - a preallocated free list and a queue, both guarded the same way (a
+ *    straightforward recycling pool without libdao).
+ *
+ * Each producer writes one 64-bit word through the data pointer of each
+ * buffer (its running number); each consumer reads it and sums. A
+ * repetition moves --buffers buffers in all, split evenly over the pairs;
+ * only the movement is timed (threads are started and waiting before the
+ * clock starts). The rows are timed in rounds, one repetition of every row
+ * per round, so that a slow spell of a shared machine falls on all rows
+ * alike; the median and the best repetition are reported.
+ *
+ * For the libdao rows, every buffer of the pool is created up front
+ * (preallocate = --pool), and the pool's `created` statistic and
+ * dao_used() of its place are read before and after every timed
+ * repetition: in steady state neither may change (no buffer created, no
+ * memory taken from the place). Measured figures: docs/recycle.md.
+ *
+ * Exit status: 0 when every row ran without error and the libdao rows
+ * allocated nothing in steady state (timings never fail a run), 1 otherwise,
+ * 2 for bad flags.
+ */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime, sysconf */
+
+#include <dao.h>
+
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifndef DAO_BENCH_BUILD_TYPE
+#define DAO_BENCH_BUILD_TYPE ""
+#endif
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define BENCH_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define BENCH_SANITIZED 1
+#endif
+#endif
+#ifndef BENCH_SANITIZED
+#define BENCH_SANITIZED 0
+#endif
+
+#define MAX_PAIRS 2
+#define MAX_THREADS (2 * MAX_PAIRS)
+#define MAX_REPS 1000u
+#define TARGET_ONE_PAIR 5e6 /* buffers/s, from the issue */
+
+/* ------------------------------------------------------------------------ */
+/* Options                                                                  */
+
+typedef struct options {
+  uint64_t buffers; /* per repetition, over all pairs */
+  uint64_t size;    /* bytes per buffer */
+  uint64_t pool;    /* buffers per pool / queue capacity */
+  uint64_t reps;
+  const char *config; /* the libdao pools' config string */
+} options;
+
+static void usage(FILE *out, const char *prog) {
+  fprintf(out,
+          "usage: %s [--buffers N] [--size BYTES] [--pool N] [--reps N] [--config STR]\n"
+          "       [--quick]\n"
+          "\n"
+          "Buffers per second through acquire -> submit -> take -> release of a libdao\n"
+          "recycle pool with 1 and 2 producer/consumer pairs (threads), and through two\n"
+          "baselines: malloc/free per buffer with a mutex+condvar queue, and a\n"
+          "preallocated mutex+condvar free list and queue. Producers write one word per\n"
+          "buffer, consumers read it.\n"
+          "\n"
+          "  --buffers N  buffers per repetition, over all pairs, default 1000000\n"
+          "  --size BYTES bytes per buffer (>= 8), default 4096\n"
+          "  --pool N     buffers in each pool, and the capacity of each queue, default 64\n"
+          "  --reps N     repetitions per row; the median and the best are shown, default 5\n"
+          "  --config STR config string of the libdao pools, default \"name=bench\"\n"
+          "               (for example \"spin=0\": sleep at once when a call must wait)\n"
+          "  --quick      small run for CI smoke tests: 20000 buffers, 3 reps\n"
+          "               (flags given explicitly still win)\n"
+          "  --help       this text\n"
+          "\n"
+          "Exit status: 0 ok (timings never fail a run), 1 a row failed or a libdao pool\n"
+          "allocated in steady state, 2 bad flags.\n",
+          prog);
+}
+
+static void bad_flag(const char *prog, const char *fmt, ...) {
+  va_list ap;
+  fprintf(stderr, "%s: ", prog);
+  va_start(ap, fmt);
+  vfprintf(stderr, fmt, ap);
+  va_end(ap);
+  fprintf(stderr, "\nTry '%s --help'.\n", prog);
+  exit(2);
+}
+
+static uint64_t parse_count(const char *prog, const char *flag, const char *text, uint64_t lo,
+                            uint64_t hi) {
+  const char *s = text;
+  uint64_t v = 0;
+  if (*s == '\0') bad_flag(prog, "%s needs a number, got an empty string", flag);
+  for (; *s != '\0'; ++s) {
+    uint64_t digit;
+    if (*s < '0' || *s > '9') bad_flag(prog, "%s: '%s' is not a decimal number", flag, text);
+    digit = (uint64_t)(*s - '0');
+    if (v > (UINT64_MAX - digit) / 10) bad_flag(prog, "%s: '%s' is too large", flag, text);
+    v = v * 10 + digit;
+  }
+  if (v < lo || v > hi) {
+    bad_flag(prog, "%s: %s is out of range %llu..%llu", flag, text, (unsigned long long)lo,
+             (unsigned long long)hi);
+  }
+  return v;
+}
+
+static void parse_options(int argc, char **argv, options *o) {
+  static const char *const valued[] = {"--buffers", "--size", "--pool", "--reps", "--config"};
+  const char *prog = argv[0];
+  int quick = 0, have_buffers = 0, have_reps = 0, i;
+  o->buffers = 1000000;
+  o->size = 4096;
+  o->pool = 64;
+  o->reps = 5;
+  o->config = "name=bench";
+  for (i = 1; i < argc; ++i) {
+    const char *arg = argv[i];
+    const char *value = NULL, *flag = NULL;
+    size_t f;
+    if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
+      usage(stdout, prog);
+      exit(0);
+    }
+    if (strcmp(arg, "--quick") == 0) {
+      quick = 1;
+      continue;
+    }
+    /* "--flag N" or "--flag=N". */
+    for (f = 0; f < sizeof valued / sizeof valued[0]; ++f) {
+      size_t n = strlen(valued[f]);
+      if (strncmp(arg, valued[f], n) == 0 && (arg[n] == '\0' || arg[n] == '=')) {
+        flag = valued[f];
+        if (arg[n] == '=') {
+          value = arg + n + 1;
+        } else if (i + 1 < argc) {
+          value = argv[++i];
+        } else {
+          bad_flag(prog, "%s needs a value", flag);
+        }
+        break;
+      }
+    }
+    if (flag == NULL) bad_flag(prog, "unknown argument '%s'", arg);
+    if (strcmp(flag, "--buffers") == 0) {
+      o->buffers = parse_count(prog, flag, value, MAX_PAIRS, 1000000000000ull);
+      have_buffers = 1;
+    } else if (strcmp(flag, "--size") == 0) {
+      o->size = parse_count(prog, flag, value, 8, (uint64_t)1 << 30);
+    } else if (strcmp(flag, "--pool") == 0) {
+      o->pool = parse_count(prog, flag, value, 1, 1000000);
+    } else if (strcmp(flag, "--config") == 0) {
+      o->config = value; /* checked by dao_recycle_create */
+    } else {
+      o->reps = parse_count(prog, flag, value, 1, MAX_REPS);
+      have_reps = 1;
+    }
+  }
+  if (quick) {
+    if (!have_buffers) o->buffers = 20000;
+    if (!have_reps) o->reps = 3;
+  }
+}
+
+/* ------------------------------------------------------------------------ */
+/* Rows                                                                     */
+
+typedef enum row_kind { KIND_DAO, KIND_MALLOC, KIND_FREELIST } row_kind;
+
+/* A bounded FIFO of pointers guarded by a mutex and two condition
+   variables: the baselines' queue. `closed` wakes everybody on an error. */
+typedef struct mc_queue {
+  pthread_mutex_t mu;
+  pthread_cond_t not_empty, not_full;
+  void **ring;
+  size_t capacity, head, count;
+  int closed;
+} mc_queue;
+
+typedef struct row {
+  const char *label;
+  row_kind kind;
+  int pairs;
+  int failed;
+  size_t size; /* bytes per buffer */
+  char note[512];
+  double *seconds; /* per repetition */
+  double median_rate, best_rate;
+  /* KIND_DAO */
+  dao_recycle_pool *pool;
+  dao_place place;
+  uint64_t created_before, created_after; /* first and last timed repetition */
+  size_t used_before, used_after;
+  uint64_t steady_allocations; /* buffers created + reps where dao_used moved */
+  uint64_t waits;              /* acquire and take waits in timed repetitions */
+  /* KIND_MALLOC (filled) and KIND_FREELIST (filled and free) */
+  mc_queue filled, free_list;
+  void **buffers; /* KIND_FREELIST: the preallocated buffers */
+} row;
+
+static void set_failed(row *r, const char *fmt, ...) {
+  va_list ap;
+  if (r->failed) return;
+  r->failed = 1;
+  va_start(ap, fmt);
+  vsnprintf(r->note, sizeof r->note, fmt, ap);
+  va_end(ap);
+}
+
+static int queue_init(mc_queue *q, size_t capacity) {
+  memset(q, 0, sizeof *q);
+  q->ring = (void **)calloc(capacity, sizeof *q->ring);
+  if (q->ring == NULL) return 0;
+  q->capacity = capacity;
+  pthread_mutex_init(&q->mu, NULL);
+  pthread_cond_init(&q->not_empty, NULL);
+  pthread_cond_init(&q->not_full, NULL);
+  return 1;
+}
+
+static void queue_destroy(mc_queue *q) {
+  if (q->ring == NULL) return;
+  pthread_cond_destroy(&q->not_full);
+  pthread_cond_destroy(&q->not_empty);
+  pthread_mutex_destroy(&q->mu);
+  free(q->ring);
+  q->ring = NULL;
+}
+
+/* 0 when the queue was closed. */
+static int queue_push(mc_queue *q, void *p) {
+  pthread_mutex_lock(&q->mu);
+  while (q->count == q->capacity && !q->closed) pthread_cond_wait(&q->not_full, &q->mu);
+  if (q->closed) {
+    pthread_mutex_unlock(&q->mu);
+    return 0;
+  }
+  q->ring[(q->head + q->count) % q->capacity] = p;
+  ++q->count;
+  pthread_cond_signal(&q->not_empty);
+  pthread_mutex_unlock(&q->mu);
+  return 1;
+}
+
+/* NULL when the queue was closed. */
+static void *queue_pop(mc_queue *q) {
+  void *p;
+  pthread_mutex_lock(&q->mu);
+  while (q->count == 0 && !q->closed) pthread_cond_wait(&q->not_empty, &q->mu);
+  if (q->closed) {
+    pthread_mutex_unlock(&q->mu);
+    return NULL;
+  }
+  p = q->ring[q->head];
+  q->head = (q->head + 1) % q->capacity;
+  --q->count;
+  pthread_cond_signal(&q->not_full);
+  pthread_mutex_unlock(&q->mu);
+  return p;
+}
+
+static void queue_close(mc_queue *q) {
+  pthread_mutex_lock(&q->mu);
+  q->closed = 1;
+  pthread_cond_broadcast(&q->not_empty);
+  pthread_cond_broadcast(&q->not_full);
+  pthread_mutex_unlock(&q->mu);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Workers                                                                  */
+
+typedef struct gate {
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  int ready, go;
+} gate;
+
+typedef struct worker {
+  row *r;
+  gate *start;
+  uint64_t first, count; /* producer: values first+1 .. first+count */
+  uint64_t sum;          /* consumer: sum of the values read */
+  char error[256];
+} worker;
+
+static void wait_at_gate(gate *g) {
+  pthread_mutex_lock(&g->mu);
+  ++g->ready;
+  pthread_cond_broadcast(&g->cv);
+  while (!g->go) pthread_cond_wait(&g->cv, &g->mu);
+  pthread_mutex_unlock(&g->mu);
+}
+
+/* A worker's failure: keep the message and wake everybody else. */
+static void worker_fail(worker *w, const char *what, dao_status s) {
+  if (s != DAO_OK) {
+    snprintf(w->error, sizeof w->error, "%s: %s: %s", what, dao_status_string(s),
+             dao_last_error());
+  } else {
+    snprintf(w->error, sizeof w->error, "%s", what);
+  }
+  if (w->r->kind == KIND_DAO) {
+    dao_recycle_close(w->r->pool);
+  } else {
+    queue_close(&w->r->filled);
+    if (w->r->kind == KIND_FREELIST) queue_close(&w->r->free_list);
+  }
+}
+
+static void *dao_producer(void *arg) {
+  worker *w = (worker *)arg;
+  dao_recycle_pool *pool = w->r->pool;
+  uint64_t v, end = w->first + w->count;
+  wait_at_gate(w->start);
+  for (v = w->first + 1; v <= end; ++v) {
+    dao_buffer *b = NULL;
+    void *data = NULL;
+    dao_status s = dao_recycle_acquire(pool, -1.0, &b);
+    if (s == DAO_ERR_CLOSED) break; /* another thread failed */
+    if (s != DAO_OK) {
+      worker_fail(w, "dao_recycle_acquire", s);
+      break;
+    }
+    s = dao_buffer_data(b, &data);
+    if (s != DAO_OK) {
+      worker_fail(w, "dao_buffer_data", s);
+      dao_buffer_release(b);
+      break;
+    }
+    *(uint64_t *)data = v;
+    s = dao_recycle_submit(pool, b);
+    if (s != DAO_OK) {
+      worker_fail(w, "dao_recycle_submit", s);
+      dao_buffer_release(b);
+      break;
+    }
+  }
+  return NULL;
+}
+
+static void *dao_consumer(void *arg) {
+  worker *w = (worker *)arg;
+  dao_recycle_pool *pool = w->r->pool;
+  uint64_t i, sum = 0;
+  wait_at_gate(w->start);
+  for (i = 0; i < w->count; ++i) {
+    dao_buffer *b = NULL;
+    void *data = NULL;
+    dao_status s = dao_recycle_take(pool, -1.0, &b);
+    if (s == DAO_ERR_CLOSED) break;
+    if (s != DAO_OK) {
+      worker_fail(w, "dao_recycle_take", s);
+      break;
+    }
+    s = dao_buffer_data(b, &data);
+    if (s == DAO_OK) sum += *(const uint64_t *)data;
+    if (s != DAO_OK) worker_fail(w, "dao_buffer_data", s);
+    s = dao_buffer_release(b);
+    if (s != DAO_OK) {
+      worker_fail(w, "dao_buffer_release", s);
+      break;
+    }
+  }
+  w->sum = sum;
+  return NULL;
+}
+
+static void *malloc_producer(void *arg) {
+  worker *w = (worker *)arg;
+  size_t size = w->r->size;
+  uint64_t v, end = w->first + w->count;
+  wait_at_gate(w->start);
+  for (v = w->first + 1; v <= end; ++v) {
+    void *p = malloc(size);
+    if (p == NULL) {
+      worker_fail(w, "malloc returned NULL", DAO_OK);
+      break;
+    }
+    *(uint64_t *)p = v;
+    if (!queue_push(&w->r->filled, p)) {
+      free(p);
+      break;
+    }
+  }
+  return NULL;
+}
+
+static void *malloc_consumer(void *arg) {
+  worker *w = (worker *)arg;
+  uint64_t i, sum = 0;
+  wait_at_gate(w->start);
+  for (i = 0; i < w->count; ++i) {
+    void *p = queue_pop(&w->r->filled);
+    if (p == NULL) break;
+    sum += *(const uint64_t *)p;
+    free(p);
+  }
+  w->sum = sum;
+  return NULL;
+}
+
+static void *freelist_producer(void *arg) {
+  worker *w = (worker *)arg;
+  uint64_t v, end = w->first + w->count;
+  wait_at_gate(w->start);
+  for (v = w->first + 1; v <= end; ++v) {
+    void *p = queue_pop(&w->r->free_list);
+    if (p == NULL) break;
+    *(uint64_t *)p = v;
+    if (!queue_push(&w->r->filled, p)) break;
+  }
+  return NULL;
+}
+
+static void *freelist_consumer(void *arg) {
+  worker *w = (worker *)arg;
+  uint64_t i, sum = 0;
+  wait_at_gate(w->start);
+  for (i = 0; i < w->count; ++i) {
+    void *p = queue_pop(&w->r->filled);
+    if (p == NULL) break;
+    sum += *(const uint64_t *)p;
+    if (!queue_push(&w->r->free_list, p)) break;
+  }
+  w->sum = sum;
+  return NULL;
+}
+
+static double now_seconds(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* One repetition of a row: `buffers` buffers through its pairs. Returns the
+   seconds taken, or a negative value when the row failed. */
+static double run_once(row *r, uint64_t buffers) {
+  void *(*produce)(void *) = r->kind == KIND_DAO      ? dao_producer
+                             : r->kind == KIND_MALLOC ? malloc_producer
+                                                      : freelist_producer;
+  void *(*consume)(void *) = r->kind == KIND_DAO      ? dao_consumer
+                             : r->kind == KIND_MALLOC ? malloc_consumer
+                                                      : freelist_consumer;
+  worker workers[MAX_THREADS];
+  pthread_t threads[MAX_THREADS];
+  gate start;
+  int nthreads = 2 * r->pairs, started = 0, k;
+  uint64_t per_pair = buffers / (uint64_t)r->pairs, first = 0, sum = 0, expected;
+  double t0, t1;
+
+  memset(workers, 0, sizeof workers);
+  pthread_mutex_init(&start.mu, NULL);
+  pthread_cond_init(&start.cv, NULL);
+  start.ready = start.go = 0;
+  for (k = 0; k < r->pairs; ++k) {
+    uint64_t count = per_pair + (k == 0 ? buffers % (uint64_t)r->pairs : 0);
+    worker *p = &workers[2 * k], *c = &workers[2 * k + 1];
+    p->r = c->r = r;
+    p->start = c->start = &start;
+    p->first = c->first = first;
+    p->count = c->count = count;
+    first += count;
+  }
+  for (k = 0; k < nthreads; ++k) {
+    if (pthread_create(&threads[k], NULL, k % 2 == 0 ? produce : consume, &workers[k]) != 0) {
+      set_failed(r, "error: pthread_create failed");
+      break;
+    }
+    ++started;
+  }
+  /* Everybody waits at the gate; the clock starts when it opens. */
+  pthread_mutex_lock(&start.mu);
+  while (start.ready < started) pthread_cond_wait(&start.cv, &start.mu);
+  if (started < nthreads) worker_fail(&workers[0], "pthread_create failed", DAO_OK);
+  t0 = now_seconds();
+  start.go = 1;
+  pthread_cond_broadcast(&start.cv);
+  pthread_mutex_unlock(&start.mu);
+  for (k = 0; k < started; ++k) pthread_join(threads[k], NULL);
+  t1 = now_seconds();
+  pthread_cond_destroy(&start.cv);
+  pthread_mutex_destroy(&start.mu);
+
+  for (k = 0; k < nthreads; ++k) {
+    if (workers[k].error[0] != '\0') set_failed(r, "error: %s", workers[k].error);
+    sum += workers[k].sum;
+  }
+  expected = buffers % 2 == 0 ? buffers / 2 * (buffers + 1) : (buffers + 1) / 2 * buffers;
+  if (!r->failed && sum != expected) {
+    set_failed(r, "error: the consumers read a sum of %llu, not %llu: buffers lost or mixed up",
+               (unsigned long long)sum, (unsigned long long)expected);
+  }
+  return r->failed ? -1.0 : t1 - t0;
+}
+
+static int read_steady_state(row *r, uint64_t *created, size_t *used, uint64_t *waits) {
+  dao_recycle_stats st;
+  dao_status s;
+  memset(&st, 0, sizeof st);
+  st.struct_size = sizeof st;
+  s = dao_recycle_get_stats(r->pool, &st);
+  if (s == DAO_OK) s = dao_used(r->place, used);
+  if (s != DAO_OK) {
+    set_failed(r, "error: dao_recycle_get_stats/dao_used: %s: %s", dao_status_string(s),
+               dao_last_error());
+    return 0;
+  }
+  *created = st.created;
+  *waits = st.acquire_waits + st.take_waits;
+  return 1;
+}
+
+/* One timed repetition, with the steady-state checks for libdao rows. */
+static void run_rep(row *r, const options *o, uint64_t rep) {
+  uint64_t created0 = 0, created1 = 0, waits0 = 0, waits1 = 0;
+  size_t used0 = 0, used1 = 0;
+  double t;
+  if (r->failed) return;
+  if (r->kind == KIND_DAO && !read_steady_state(r, &created0, &used0, &waits0)) return;
+  t = run_once(r, o->buffers);
+  if (t < 0) return;
+  r->seconds[rep] = t;
+  if (r->kind == KIND_DAO) {
+    if (!read_steady_state(r, &created1, &used1, &waits1)) return;
+    if (rep == 0) {
+      r->created_before = created0;
+      r->used_before = used0;
+    }
+    r->created_after = created1;
+    r->used_after = used1;
+    r->steady_allocations += (created1 - created0) + (used1 != used0);
+    r->waits += waits1 - waits0;
+  }
+}
+
+static int prepare_row(row *r, const options *o) {
+  size_t i;
+  r->size = (size_t)o->size;
+  r->seconds = (double *)calloc((size_t)o->reps, sizeof *r->seconds);
+  if (r->seconds == NULL) {
+    set_failed(r, "error: out of host memory");
+    return 0;
+  }
+  if (r->kind == KIND_DAO) {
+    const size_t shape[1] = {(size_t)o->size};
+    dao_status s;
+    r->place = dao_place_cpu();
+    s = dao_recycle_create(r->place, 1, 1, shape, (size_t)o->pool, (size_t)o->pool, o->config,
+                           &r->pool);
+    if (s != DAO_OK) {
+      set_failed(r, "error: dao_recycle_create: %s: %s", dao_status_string(s), dao_last_error());
+      r->pool = NULL;
+      return 0;
+    }
+    snprintf(r->note, sizeof r->note, "cpu place, %llu buffers preallocated, config \"%s\"",
+             (unsigned long long)o->pool, o->config);
+    return 1;
+  }
+  if (!queue_init(&r->filled, (size_t)o->pool)) {
+    set_failed(r, "error: out of host memory");
+    return 0;
+  }
+  if (r->kind == KIND_MALLOC) {
+    snprintf(r->note, sizeof r->note, "malloc + free per buffer, queue of %llu",
+             (unsigned long long)o->pool);
+    return 1;
+  }
+  if (!queue_init(&r->free_list, (size_t)o->pool)) {
+    set_failed(r, "error: out of host memory");
+    return 0;
+  }
+  r->buffers = (void **)calloc((size_t)o->pool, sizeof *r->buffers);
+  if (r->buffers == NULL) {
+    set_failed(r, "error: out of host memory");
+    return 0;
+  }
+  for (i = 0; i < (size_t)o->pool; ++i) {
+    r->buffers[i] = malloc((size_t)o->size);
+    if (r->buffers[i] == NULL || !queue_push(&r->free_list, r->buffers[i])) {
+      set_failed(r, "error: out of host memory");
+      return 0;
+    }
+  }
+  snprintf(r->note, sizeof r->note, "%llu buffers malloc'ed up front",
+           (unsigned long long)o->pool);
+  return 1;
+}
+
+static void finish_row(row *r, const options *o) {
+  size_t i;
+  if (r->kind == KIND_DAO && r->pool != NULL) {
+    dao_status s = dao_recycle_close(r->pool);
+    if (s == DAO_OK) s = dao_recycle_destroy(r->pool);
+    if (s != DAO_OK) {
+      set_failed(r, "error: dao_recycle_close/destroy: %s: %s", dao_status_string(s),
+                 dao_last_error());
+    }
+    r->pool = NULL;
+  }
+  if (r->kind == KIND_FREELIST && r->buffers != NULL) {
+    for (i = 0; i < (size_t)o->pool; ++i) free(r->buffers[i]);
+  }
+  free(r->buffers);
+  r->buffers = NULL;
+  queue_destroy(&r->filled);
+  queue_destroy(&r->free_list);
+}
+
+static int compare_doubles(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+static void summarise(row *r, const options *o) {
+  double median;
+  size_t n = (size_t)o->reps;
+  if (r->failed) return;
+  qsort(r->seconds, n, sizeof *r->seconds, compare_doubles);
+  median = n % 2 == 1 ? r->seconds[n / 2] : 0.5 * (r->seconds[n / 2 - 1] + r->seconds[n / 2]);
+  r->median_rate = (double)o->buffers / median;
+  r->best_rate = (double)o->buffers / r->seconds[0];
+}
+
+/* ------------------------------------------------------------------------ */
+/* Output                                                                   */
+
+static const char *format_bytes(double bytes, char *buf, size_t len) {
+  static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  while (bytes >= 1024.0 && u < 4) {
+    bytes /= 1024.0;
+    ++u;
+  }
+  snprintf(buf, len, bytes == (double)(uint64_t)bytes ? "%.0f %s" : "%.1f %s", bytes, units[u]);
+  return buf;
+}
+
+static int is_optimised_build_type(const char *t) {
+  return strcmp(t, "Release") == 0 || strcmp(t, "RelWithDebInfo") == 0 ||
+         strcmp(t, "MinSizeRel") == 0;
+}
+
+int main(int argc, char **argv) {
+  enum { NROWS = 6 };
+  static const char *const labels[3] = {"libdao recycle pool", "malloc/free + mutex/cv queue",
+                                        "mutex/cv free list + queue"};
+  static const char *const keys[NROWS] = {"dao-1",      "dao-2",      "malloc-1",
+                                          "malloc-2",   "freelist-1", "freelist-2"};
+  const char *build_type = DAO_BENCH_BUILD_TYPE[0] != '\0' ? DAO_BENCH_BUILD_TYPE : "unknown";
+#ifdef NDEBUG
+  const char *ndebug = "NDEBUG";
+#else
+  const char *ndebug = "no NDEBUG";
+#endif
+  options o;
+  row rows[NROWS];
+  char b1[32], b2[32];
+  uint64_t rep;
+  int i, failures = 0, steady_failures = 0;
+
+  parse_options(argc, argv, &o);
+  printf("bench_recycle: libdao %s, build %s (%s)%s\n", dao_version_string(), build_type, ndebug,
+         BENCH_SANITIZED ? ", sanitizers on" : "");
+  printf("config: %ld cpus online, %llu buffers per repetition, size %s, pool %llu buffers, "
+         "reps %llu\n",
+         sysconf(_SC_NPROCESSORS_ONLN), (unsigned long long)o.buffers,
+         format_bytes((double)o.size, b1, sizeof b1), (unsigned long long)o.pool,
+         (unsigned long long)o.reps);
+  if (!is_optimised_build_type(build_type) || BENCH_SANITIZED) {
+    printf("WARNING: built as '%s'%s; optimisation may be off and the timings are not "
+           "representative (configure with -DCMAKE_BUILD_TYPE=Release)\n",
+           build_type, BENCH_SANITIZED ? " with sanitizers" : "");
+  }
+  fflush(stdout);
+
+  memset(rows, 0, sizeof rows);
+  for (i = 0; i < NROWS; ++i) {
+    rows[i].label = labels[i / 2];
+    rows[i].kind = i / 2 == 0 ? KIND_DAO : i / 2 == 1 ? KIND_MALLOC : KIND_FREELIST;
+    rows[i].pairs = 1 + i % 2;
+    prepare_row(&rows[i], &o);
+  }
+
+  /* A short untimed warm-up of every row (threads, page faults, caches),
+     then the timed rounds. */
+  for (i = 0; i < NROWS; ++i) {
+    if (!rows[i].failed) run_once(&rows[i], o.buffers / 10 < 1000 ? o.buffers : o.buffers / 10);
+  }
+  fprintf(stderr, "timing, M buffers/s of each repetition:\n");
+  for (rep = 0; rep < o.reps; ++rep) {
+    fprintf(stderr, "  round %llu/%llu:", (unsigned long long)rep + 1, (unsigned long long)o.reps);
+    for (i = 0; i < NROWS; ++i) {
+      row *r = &rows[i];
+      if (r->failed) continue;
+      run_rep(r, &o, rep);
+      if (r->failed) {
+        fprintf(stderr, " %s FAILED", keys[i]);
+      } else {
+        fprintf(stderr, " %s %.2f", keys[i], (double)o.buffers / r->seconds[rep] * 1e-6);
+      }
+      fflush(stderr);
+    }
+    fprintf(stderr, "\n");
+  }
+  for (i = 0; i < NROWS; ++i) {
+    summarise(&rows[i], &o);
+    finish_row(&rows[i], &o);
+  }
+
+  printf("\n%-30s %5s %15s %8s %10s  %s\n", "path", "pairs", "M buffers/s", "best",
+         "ns/buffer", "notes");
+  printf("%-30s %5s %15s %8s %10s\n", "", "", "(median)", "", "(median)");
+  for (i = 0; i < NROWS; ++i) {
+    const row *r = &rows[i];
+    if (r->failed) {
+      printf("%-30s %5d  %s\n", r->label, r->pairs, r->note);
+      ++failures;
+      continue;
+    }
+    printf("%-30s %5d %15.2f %8.2f %10.1f  %s\n", r->label, r->pairs, r->median_rate * 1e-6,
+           r->best_rate * 1e-6, 1e9 / r->median_rate, r->note);
+  }
+
+  printf("\nlibdao steady state, over the timed repetitions (pool stats `created`, dao_used(cpu))\n");
+  printf("%-30s %5s %17s %27s %12s %14s\n", "path", "pairs", "created", "dao_used",
+         "allocations", "waits/buffer");
+  for (i = 0; i < NROWS; ++i) {
+    const row *r = &rows[i];
+    char created[48], used[80];
+    if (r->kind != KIND_DAO || r->failed) continue;
+    snprintf(created, sizeof created, "%llu -> %llu", (unsigned long long)r->created_before,
+             (unsigned long long)r->created_after);
+    snprintf(used, sizeof used, "%s -> %s", format_bytes((double)r->used_before, b1, sizeof b1),
+             format_bytes((double)r->used_after, b2, sizeof b2));
+    printf("%-30s %5d %17s %27s %12llu %14.4f\n", r->label, r->pairs, created, used,
+           (unsigned long long)r->steady_allocations,
+           (double)r->waits / ((double)o.buffers * (double)o.reps));
+    if (r->steady_allocations != 0) ++steady_failures;
+  }
+  printf("(allocations: buffers created during timed repetitions, plus repetitions in which\n"
+         " dao_used moved; must be 0. waits/buffer: acquires and takes that had to wait)\n");
+
+  if (!rows[0].failed) {
+    printf("\ntarget: >= %.0f M buffers/s with one pair: %.2f M/s (%s); zero allocations in "
+           "steady state: %s\n",
+           TARGET_ONE_PAIR * 1e-6, rows[0].median_rate * 1e-6,
+           rows[0].median_rate >= TARGET_ONE_PAIR ? "met" : "NOT met",
+           steady_failures == 0 ? "met" : "NOT met");
+  }
+  if (failures != 0) printf("\n%d row(s) failed; see the rows above\n", failures);
+  if (steady_failures != 0) printf("\n%d libdao row(s) allocated in steady state\n", steady_failures);
+  return failures != 0 || steady_failures != 0 ? 1 : 0;
+}

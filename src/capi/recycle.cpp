@@ -1,0 +1,258 @@
+// dao_recycle_*, dao_buffer_* and dao_collection_*: recycle pools for
+// streaming pipelines (include/dao/recycle.h) over src/recycle/.
+#include <cstdint>
+#include <cstring>
+#include <memory>
+
+#include "capi/guard.hpp"
+#include "dao/recycle.h"
+#include "recycle/collection.hpp"
+#include "recycle/recycle_pool.hpp"
+#include "util/format.hpp"
+
+namespace dao::detail {
+
+namespace {
+
+// Whether `p` may be a T handle: aligned as a T, with T's magic at its start.
+// The magic is read as bytes, so a pointer to something else (even a
+// misaligned one) is refused without undefined behaviour.
+template <class T>
+bool has_magic(const void* p) noexcept {
+  if (reinterpret_cast<std::uintptr_t>(p) % alignof(T) != 0) return false;
+  std::uint64_t magic = 0;
+  std::memcpy(&magic, p, sizeof magic);
+  return magic == T::kMagic;
+}
+
+}  // namespace
+
+dao_recycle_pool& checked_pool(dao_recycle_pool* pool, const char* function) {
+  require_non_null(pool, function, "pool");
+  if (!has_magic<dao_recycle_pool>(pool)) {
+    throw invalid_argument(strprintf("%s: %p is not a live dao_recycle_pool handle", function,
+                                     static_cast<void*>(pool)));
+  }
+  return *pool;
+}
+
+dao_buffer& checked_buffer(const dao_buffer* buffer, const char* function) {
+  require_non_null(buffer, function, "buffer");
+  if (!has_magic<dao_buffer>(buffer)) {
+    throw invalid_argument(strprintf("%s: %p is not a dao_buffer handle of a live pool",
+                                     function, static_cast<const void*>(buffer)));
+  }
+  return const_cast<dao_buffer&>(*buffer);
+}
+
+namespace {
+
+// guarded() for bodies that return a status of their own (timeouts and
+// closed pools are reported without an exception, so without allocating).
+template <class Body>
+dao_status guarded_status(Body&& body) noexcept {
+  dao_status result = DAO_OK;
+  const dao_status thrown = guarded([&] { result = body(); });
+  return thrown != DAO_OK ? thrown : result;
+}
+
+}  // namespace
+}  // namespace dao::detail
+
+using namespace dao::detail;
+
+// --- pools -----------------------------------------------------------------
+
+extern "C" dao_status dao_recycle_create(dao_place place, size_t element_size, int ndim,
+                                         const size_t* shape, size_t max_buffers,
+                                         size_t preallocate, const char* config,
+                                         dao_recycle_pool** out) {
+  return guarded([&] {
+    require_non_null(out, "dao_recycle_create", "out");
+    auto handle = std::make_unique<dao_recycle_pool>();
+    handle->impl = recycle_pool::create(place, element_size, ndim, shape, max_buffers,
+                                        preallocate, config, "dao_recycle_create", "");
+    *out = handle.release();
+  });
+}
+
+extern "C" dao_status dao_recycle_acquire(dao_recycle_pool* pool, double timeout,
+                                          dao_buffer** out) {
+  if (out != nullptr) *out = nullptr;
+  return guarded_status([&] {
+    dao_recycle_pool& p = checked_pool(pool, "dao_recycle_acquire");
+    require_non_null(out, "dao_recycle_acquire", "out");
+    return p.impl->acquire(timeout, *out);
+  });
+}
+
+extern "C" dao_status dao_recycle_submit(dao_recycle_pool* pool, dao_buffer* buffer) {
+  return guarded_status([&] {
+    dao_recycle_pool& p = checked_pool(pool, "dao_recycle_submit");
+    dao_buffer& b = checked_buffer(buffer, "dao_recycle_submit");
+    if (b.pool != p.impl.get()) {
+      throw invalid_argument(strprintf(
+          "dao_recycle_submit: buffer %p belongs to pool '%s', not to pool '%s'; nothing changed",
+          static_cast<void*>(buffer), b.pool->name().c_str(), p.impl->name().c_str()));
+    }
+    return p.impl->submit(b);
+  });
+}
+
+extern "C" dao_status dao_recycle_take(dao_recycle_pool* pool, double timeout,
+                                       dao_buffer** out) {
+  if (out != nullptr) *out = nullptr;
+  return guarded_status([&] {
+    dao_recycle_pool& p = checked_pool(pool, "dao_recycle_take");
+    require_non_null(out, "dao_recycle_take", "out");
+    return p.impl->take(timeout, *out);
+  });
+}
+
+extern "C" dao_status dao_recycle_close(dao_recycle_pool* pool) {
+  return guarded([&] { checked_pool(pool, "dao_recycle_close").impl->close(); });
+}
+
+extern "C" dao_status dao_recycle_get_stats(dao_recycle_pool* pool, dao_recycle_stats* stats) {
+  return guarded([&] {
+    dao_recycle_pool& p = checked_pool(pool, "dao_recycle_get_stats");
+    require_non_null(stats, "dao_recycle_get_stats", "stats");
+    if (stats->struct_size < sizeof(dao_recycle_stats)) {
+      throw invalid_argument(strprintf(
+          "dao_recycle_get_stats: stats->struct_size is %zu; set it to "
+          "sizeof(dao_recycle_stats) (at least %zu)",
+          stats->struct_size, sizeof(dao_recycle_stats)));
+    }
+    dao_recycle_stats s;
+    std::memset(&s, 0, sizeof s);
+    p.impl->read_stats(s);
+    s.struct_size = stats->struct_size;
+    // A caller built against a newer header gets zeros in fields we lack.
+    std::memset(reinterpret_cast<char*>(stats) + sizeof s, 0, stats->struct_size - sizeof s);
+    std::memcpy(stats, &s, sizeof s);
+  });
+}
+
+extern "C" dao_status dao_recycle_destroy(dao_recycle_pool* pool) {
+  return guarded([&] {
+    dao_recycle_pool& p = checked_pool(pool, "dao_recycle_destroy");
+    if (p.in_collection) {
+      throw invalid_argument(strprintf(
+          "dao_recycle_destroy: pool '%s' belongs to a collection; destroy the collection "
+          "(dao_collection_destroy) instead",
+          p.impl->name().c_str()));
+    }
+    recycle_pool::out_counts out = p.impl->out_count();
+    if (out.held + out.queued != 0) {
+      throw busy(strprintf(
+          "dao_recycle_destroy: %llu buffer(s) of pool '%s' are still out: %llu held, %llu "
+          "queued; close the pool, take what is queued and release every buffer first (nothing "
+          "was destroyed)",
+          static_cast<unsigned long long>(out.held + out.queued), p.impl->name().c_str(),
+          static_cast<unsigned long long>(out.held), static_cast<unsigned long long>(out.queued)));
+    }
+    p.magic = 0;
+    delete &p;
+  });
+}
+
+// --- buffers ---------------------------------------------------------------
+
+extern "C" dao_status dao_buffer_retain(dao_buffer* buffer) {
+  return guarded_status([&] {
+    dao_buffer& b = checked_buffer(buffer, "dao_buffer_retain");
+    return b.pool->retain(b);
+  });
+}
+
+extern "C" dao_status dao_buffer_release(dao_buffer* buffer) {
+  return guarded_status([&] {
+    dao_buffer& b = checked_buffer(buffer, "dao_buffer_release");
+    return b.pool->release(b);
+  });
+}
+
+extern "C" dao_status dao_buffer_data(const dao_buffer* buffer, void** data) {
+  return guarded([&] {
+    const dao_buffer& b = checked_buffer(buffer, "dao_buffer_data");
+    require_non_null(data, "dao_buffer_data", "data");
+    *data = b.data;
+  });
+}
+
+extern "C" dao_status dao_buffer_shape(const dao_buffer* buffer, int* ndim, const size_t** shape) {
+  return guarded([&] {
+    const dao_buffer& b = checked_buffer(buffer, "dao_buffer_shape");
+    if (ndim != nullptr) *ndim = b.pool->ndim();
+    if (shape != nullptr) *shape = b.pool->shape();
+  });
+}
+
+extern "C" dao_status dao_buffer_size(const dao_buffer* buffer, size_t* element_size,
+                                      size_t* bytes) {
+  return guarded([&] {
+    const dao_buffer& b = checked_buffer(buffer, "dao_buffer_size");
+    if (element_size != nullptr) *element_size = b.pool->element_size();
+    if (bytes != nullptr) *bytes = b.pool->bytes();
+  });
+}
+
+extern "C" dao_status dao_buffer_place(const dao_buffer* buffer, dao_place* place) {
+  return guarded([&] {
+    const dao_buffer& b = checked_buffer(buffer, "dao_buffer_place");
+    require_non_null(place, "dao_buffer_place", "place");
+    *place = b.pool->place();
+  });
+}
+
+extern "C" dao_status dao_buffer_sequence(const dao_buffer* buffer, uint64_t* sequence) {
+  return guarded([&] {
+    const dao_buffer& b = checked_buffer(buffer, "dao_buffer_sequence");
+    require_non_null(sequence, "dao_buffer_sequence", "sequence");
+    *sequence = b.sequence.load(std::memory_order_relaxed);
+  });
+}
+
+// --- collections -----------------------------------------------------------
+
+extern "C" dao_status dao_collection_create(dao_collection** out) {
+  return guarded([&] {
+    require_non_null(out, "dao_collection_create", "out");
+    *out = new dao_collection();
+  });
+}
+
+extern "C" dao_status dao_collection_add(dao_collection* collection, const char* name,
+                                         dao_place place, size_t element_size, int ndim,
+                                         const size_t* shape, size_t max_buffers,
+                                         size_t preallocate, const char* config,
+                                         dao_recycle_pool** out) {
+  return guarded([&] {
+    dao_collection& c = checked_collection(collection, "dao_collection_add");
+    dao_recycle_pool* pool =
+        c.impl.add(name, place, element_size, ndim, shape, max_buffers, preallocate, config);
+    if (out != nullptr) *out = pool;
+  });
+}
+
+extern "C" dao_status dao_collection_find(dao_collection* collection, const char* name,
+                                          dao_recycle_pool** out) {
+  return guarded([&] {
+    dao_collection& c = checked_collection(collection, "dao_collection_find");
+    require_non_null(out, "dao_collection_find", "out");
+    *out = c.impl.find(name);
+  });
+}
+
+extern "C" dao_status dao_collection_close(dao_collection* collection) {
+  return guarded([&] { checked_collection(collection, "dao_collection_close").impl.close_all(); });
+}
+
+extern "C" dao_status dao_collection_destroy(dao_collection* collection) {
+  return guarded([&] {
+    dao_collection& c = checked_collection(collection, "dao_collection_destroy");
+    c.impl.destroy_all();
+    c.magic = 0;
+    delete &c;
+  });
+}

@@ -1,0 +1,637 @@
+#include "recycle/recycle_pool.hpp"
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <limits>
+#include <optional>
+#include <thread>
+#include <utility>
+
+#include "capi/allocator_handle.hpp"
+#include "capi/guard.hpp"
+#include "core/config.hpp"
+#include "core/error.hpp"
+#include "core/place_defaults.hpp"
+#include "resource/system_resource.hpp"
+#include "util/format.hpp"
+
+namespace dao::detail {
+
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+
+inline void cpu_relax() noexcept {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__) || defined(__arm__)
+  __asm__ __volatile__("yield" ::: "memory");
+#endif
+}
+
+// dao_buffer::state: caller references in the low 32 bits, queued flag above.
+constexpr std::uint64_t kRefMask = 0xffffffffull;
+constexpr std::uint64_t kQueuedBit = std::uint64_t(1) << 32;
+
+// recycle_pool::counts_: free, queued and held, 21 bits each. Transitions
+// add one signed delta (in modular arithmetic), so the three always change
+// together. Two transitions of one buffer by different threads may land in
+// the word in the other order (the second thread's compare-and-swap on the
+// buffer can come before the first thread's update of the counts); a field
+// then reads as a huge number for that instant and is recognised as such.
+constexpr int kFreeShift = 0;
+constexpr int kQueuedShift = 21;
+constexpr int kHeldShift = 42;
+constexpr std::uint64_t kFieldMask = (std::uint64_t(1) << 21) - 1;
+constexpr std::uint64_t kFree = std::uint64_t(1) << kFreeShift;
+constexpr std::uint64_t kQueued = std::uint64_t(1) << kQueuedShift;
+constexpr std::uint64_t kHeld = std::uint64_t(1) << kHeldShift;
+static_assert(recycle_pool::kMaxBuffers < kFieldMask, "counts must fit their fields");
+
+enum grown_field { grown_none, grown_free, grown_queued, grown_held };
+
+std::uint64_t field(std::uint64_t counts, int shift) noexcept {
+  return (counts >> shift) & kFieldMask;
+}
+
+void raise_peak(std::atomic<std::uint64_t>& peak, std::uint64_t value) noexcept {
+  std::uint64_t seen = peak.load(std::memory_order_relaxed);
+  while (value > seen &&
+         !peak.compare_exchange_weak(seen, value, std::memory_order_relaxed)) {
+  }
+}
+
+// Longer timeouts (about 31 years) wait for ever; it keeps the deadline
+// arithmetic far from overflow.
+constexpr double kForeverSeconds = 1e9;
+
+std::size_t ring_capacity(std::size_t buffers) noexcept {
+  std::size_t c = 2;
+  while (c < buffers) c <<= 1;
+  return c;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+// index_ring
+
+index_ring::index_ring(std::size_t capacity)
+    : cells_(new cell[capacity]), mask_(static_cast<std::uint64_t>(capacity - 1)) {
+  for (std::size_t i = 0; i < capacity; ++i) cells_[i].turn.store(i, std::memory_order_relaxed);
+}
+
+template <class Stamp>
+void index_ring::push(std::uint32_t value, Stamp&& stamp) noexcept {
+  std::uint64_t pos = tail_.load(std::memory_order_relaxed);
+  unsigned busy = 0;
+  for (;;) {
+    cell& c = cells_[pos & mask_];
+    const std::uint64_t turn = c.turn.load(std::memory_order_acquire);
+    const auto diff = static_cast<std::int64_t>(turn - pos);
+    if (diff == 0) {
+      if (tail_.compare_exchange_weak(pos, pos + 1, std::memory_order_relaxed)) {
+        c.value = value;
+        stamp(pos);
+        // Sequentially consistent, so that the waker's look at the waiter
+        // count (after this) cannot be ordered before it (wait_point).
+        c.turn.exchange(pos + 1, std::memory_order_seq_cst);
+        return;
+      }
+    } else if (diff < 0) {
+      // The pop of the previous lap has claimed this cell and not yet let
+      // go of it: it is a few instructions from doing so.
+      if (++busy < 64) {
+        cpu_relax();
+      } else {
+        std::this_thread::yield();
+      }
+      pos = tail_.load(std::memory_order_relaxed);
+    } else {
+      pos = tail_.load(std::memory_order_relaxed);
+    }
+  }
+}
+
+bool index_ring::try_pop(std::uint32_t& value) noexcept {
+  std::uint64_t pos = head_.load(std::memory_order_relaxed);
+  for (;;) {
+    cell& c = cells_[pos & mask_];
+    // Sequentially consistent (on x86 and ARMv8 as cheap as acquire): a
+    // sleeper's registration and this look must not pass each other
+    // (wait_for).
+    const std::uint64_t turn = c.turn.load(std::memory_order_seq_cst);
+    const auto diff = static_cast<std::int64_t>(turn - (pos + 1));
+    if (diff == 0) {
+      if (head_.compare_exchange_weak(pos, pos + 1, std::memory_order_relaxed)) {
+        value = c.value;
+        c.turn.store(pos + mask_ + 1, std::memory_order_release);
+        return true;
+      }
+    } else if (diff < 0) {
+      return false;
+    } else {
+      pos = head_.load(std::memory_order_relaxed);
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------
+// recycle_pool: creation and destruction
+
+namespace {
+
+struct pool_params {
+  std::size_t element_size = 0;
+  int ndim = 0;
+  std::size_t shape[DAO_RECYCLE_MAX_DIMS] = {};
+  std::size_t bytes = 0;
+  std::size_t max_buffers = 0;
+  std::size_t preallocate = 0;
+  std::uint32_t spin = 2000;
+  std::string name;
+};
+
+std::uint32_t parse_spin(const std::string& text, const std::string& context) {
+  bool digits = !text.empty();
+  for (char ch : text) digits = digits && ch >= '0' && ch <= '9';
+  unsigned long long value = digits ? std::strtoull(text.c_str(), nullptr, 10) : 0;
+  if (!digits || value > (1ull << 30)) {
+    throw invalid_argument(strprintf(
+        "%s: spin='%s' is not a whole number of iterations from 0 to %llu", context.c_str(),
+        text.c_str(), 1ull << 30));
+  }
+  return static_cast<std::uint32_t>(value);
+}
+
+pool_params check_params(std::size_t element_size, int ndim, const std::size_t* shape,
+                         std::size_t max_buffers, std::size_t preallocate,
+                         const char* config_text, const char* function,
+                         const std::string& default_name) {
+  pool_params p;
+  if (element_size == 0) {
+    throw invalid_argument(strprintf("%s: element_size must be > 0", function));
+  }
+  if (ndim < 1 || ndim > DAO_RECYCLE_MAX_DIMS) {
+    throw invalid_argument(strprintf("%s: ndim is %d; a shape has 1 to %d dimensions", function,
+                                     ndim, DAO_RECYCLE_MAX_DIMS));
+  }
+  require_non_null(shape, function, "shape");
+  std::size_t bytes = element_size;
+  for (int d = 0; d < ndim; ++d) {
+    if (shape[d] == 0) {
+      throw invalid_argument(
+          strprintf("%s: shape[%d] is 0; every extent must be > 0", function, d));
+    }
+    if (bytes > std::numeric_limits<std::size_t>::max() / shape[d]) {
+      std::string text;
+      for (int e = 0; e < ndim; ++e) text += strprintf("%s%zu", e == 0 ? "" : " x ", shape[e]);
+      throw invalid_argument(strprintf(
+          "%s: element_size %zu x shape (%s) overflows the size of a buffer", function,
+          element_size, text.c_str()));
+    }
+    bytes *= shape[d];
+    p.shape[d] = shape[d];
+  }
+  if (max_buffers == 0 || max_buffers > recycle_pool::kMaxBuffers) {
+    throw invalid_argument(strprintf("%s: max_buffers is %zu; it must be 1 to %zu", function,
+                                     max_buffers, recycle_pool::kMaxBuffers));
+  }
+  if (preallocate > max_buffers) {
+    throw invalid_argument(strprintf("%s: preallocate (%zu) is more than max_buffers (%zu)",
+                                     function, preallocate, max_buffers));
+  }
+  p.element_size = element_size;
+  p.ndim = ndim;
+  p.bytes = bytes;
+  p.max_buffers = max_buffers;
+  p.preallocate = preallocate;
+
+  config c = config::parse(config_text != nullptr ? config_text : "",
+                           strprintf("%s: recycle pool config", function));
+  std::optional<std::string> name = c.take_string("name");
+  std::optional<std::string> spin = c.take_string("spin");
+  c.reject_unknown({"name", "spin"});
+  p.name = name ? *name : (default_name.empty() ? std::string("unnamed") : default_name);
+  if (spin) p.spin = parse_spin(*spin, c.context());
+  return p;
+}
+
+}  // namespace
+
+std::unique_ptr<recycle_pool> recycle_pool::create(dao_place place, std::size_t element_size,
+                                                   int ndim, const std::size_t* shape,
+                                                   std::size_t max_buffers,
+                                                   std::size_t preallocate, const char* config,
+                                                   const char* function,
+                                                   const std::string& default_name) {
+  pool_params p = check_params(element_size, ndim, shape, max_buffers, preallocate, config,
+                               function, default_name);
+  dao_allocator& allocator = place_allocator(place);  // no_device / invalid_argument
+  std::unique_ptr<recycle_pool> pool(new recycle_pool(place, allocator, p.element_size, p.ndim,
+                                                      p.shape, p.bytes, p.max_buffers, p.spin,
+                                                      std::move(p.name)));
+  // Preallocation: on failure the pool's destructor frees what was made.
+  for (std::size_t i = 0; i < p.preallocate; ++i) {
+    dao_buffer* b = pool->create_buffer(false, function);
+    pool->free_.push(b->index, [](std::uint64_t) {});
+  }
+  return pool;
+}
+
+recycle_pool::recycle_pool(dao_place place, dao_allocator& allocator, std::size_t element_size,
+                           int ndim, const std::size_t* shape, std::size_t bytes,
+                           std::size_t max_buffers, std::uint32_t spin, std::string name)
+    : place_(place),
+      allocator_(&allocator),
+      element_size_(element_size),
+      ndim_(ndim),
+      bytes_(bytes),
+      max_buffers_(max_buffers),
+      spin_(spin),
+      name_(std::move(name)),
+      records_(new dao_buffer[max_buffers]),
+      free_(ring_capacity(max_buffers)),
+      ready_(ring_capacity(max_buffers)) {
+  for (int d = 0; d < ndim; ++d) shape_[d] = shape[d];
+}
+
+recycle_pool::~recycle_pool() { free_all_memory(); }
+
+void recycle_pool::free_all_memory() noexcept {
+  const std::size_t n = created_.load(std::memory_order_acquire);
+  for (std::size_t i = 0; i < n; ++i) {
+    dao_buffer& b = records_[i];
+    b.magic = 0;
+    try {
+      allocator_->impl->deallocate(b.data);
+    } catch (...) {
+      // The place's allocator gave this pointer; it cannot refuse it.
+    }
+    b.data = nullptr;
+  }
+  created_.store(0, std::memory_order_release);
+}
+
+dao_buffer* recycle_pool::create_buffer(bool held, const char* function) {
+  std::lock_guard<std::mutex> lock(create_mutex_);
+  const std::size_t n = created_.load(std::memory_order_relaxed);
+  if (n >= max_buffers_) return nullptr;
+  void* data = nullptr;
+  try {
+    data = allocator_->impl->allocate(bytes_, DAO_STREAM_DEFAULT);
+  } catch (const out_of_memory& e) {
+    throw out_of_memory(strprintf("%s: pool '%s' could not make buffer %zu of at most %zu (%s "
+                                  "on %s): %s",
+                                  function, name_.c_str(), n + 1, max_buffers_,
+                                  format_bytes(bytes_).c_str(), place_to_string(place_).c_str(),
+                                  e.what()));
+  }
+  dao_buffer& b = records_[n];
+  b.pool = this;
+  b.data = data;
+  b.index = static_cast<std::uint32_t>(n);
+  b.state.store(held ? 1 : 0, std::memory_order_relaxed);
+  b.sequence.store(UINT64_MAX, std::memory_order_relaxed);
+  b.magic = dao_buffer::kMagic;
+  created_.store(n + 1, std::memory_order_release);
+  update_counts(held ? kHeld : kFree, held ? grown_held : grown_free);
+  return &b;
+}
+
+// ---------------------------------------------------------------------------
+// statistics
+
+void recycle_pool::update_counts(std::uint64_t delta, int grown) noexcept {
+  const std::uint64_t now = counts_.fetch_add(delta, std::memory_order_relaxed) + delta;
+  const std::uint64_t f = field(now, kFreeShift), q = field(now, kQueuedShift),
+                      h = field(now, kHeldShift);
+  if (f > max_buffers_ || q > max_buffers_ || h > max_buffers_) return;  // an instant out of order
+  switch (grown) {
+    case grown_free: raise_peak(peak_free_, f); break;
+    case grown_queued: raise_peak(peak_queued_, q); break;
+    case grown_held: raise_peak(peak_held_, h); break;
+    default: break;
+  }
+}
+
+// The counts free, queued and held (and created, their sum) are read in one
+// load, so created = free + queued + held always holds. The event counters
+// (acquired, submitted, taken, waits, timeouts) and the peaks are separate
+// relaxed counters read one after another: while other threads work, they
+// can be a few operations apart from each other and from the counts. When
+// no call runs, every field is exact.
+void recycle_pool::read_stats(dao_recycle_stats& s) const noexcept {
+  std::uint64_t c = counts_.load(std::memory_order_acquire);
+  for (int i = 0; i < 1000; ++i) {
+    if (field(c, kFreeShift) <= max_buffers_ && field(c, kQueuedShift) <= max_buffers_ &&
+        field(c, kHeldShift) <= max_buffers_)
+      break;
+    cpu_relax();
+    c = counts_.load(std::memory_order_acquire);
+  }
+  const auto clamp = [&](std::uint64_t v) { return v > max_buffers_ ? max_buffers_ : v; };
+  s.free = clamp(field(c, kFreeShift));
+  s.queued = clamp(field(c, kQueuedShift));
+  s.held = clamp(field(c, kHeldShift));
+  s.created = s.free + s.queued + s.held;
+  s.peak_free = peak_free_.load(std::memory_order_relaxed);
+  s.peak_queued = peak_queued_.load(std::memory_order_relaxed);
+  s.peak_held = peak_held_.load(std::memory_order_relaxed);
+  s.acquired = acquired_.load(std::memory_order_relaxed);
+  s.submitted = submitted_.load(std::memory_order_relaxed);
+  s.taken = taken_.load(std::memory_order_relaxed);
+  s.acquire_waits = acquire_waits_.load(std::memory_order_relaxed);
+  s.take_waits = take_waits_.load(std::memory_order_relaxed);
+  s.acquire_wait_ns = acquire_wait_ns_.load(std::memory_order_relaxed);
+  s.take_wait_ns = take_wait_ns_.load(std::memory_order_relaxed);
+  s.timeouts = timeouts_.load(std::memory_order_relaxed);
+}
+
+recycle_pool::out_counts recycle_pool::out_count() const noexcept {
+  dao_recycle_stats s{};
+  read_stats(s);
+  return out_counts{s.held, s.queued};
+}
+
+void recycle_pool::describe_counts(char* text, std::size_t size) const noexcept {
+  dao_recycle_stats s{};
+  read_stats(s);
+  std::snprintf(text, size, "%llu of at most %zu buffers exist: %llu free, %llu held, %llu queued",
+                static_cast<unsigned long long>(s.created), max_buffers_,
+                static_cast<unsigned long long>(s.free), static_cast<unsigned long long>(s.held),
+                static_cast<unsigned long long>(s.queued));
+}
+
+// ---------------------------------------------------------------------------
+// waiting
+
+template <class Attempt>
+recycle_pool::attempt recycle_pool::wait_for(wait_point& w, Attempt&& try_once, double timeout,
+                                             std::atomic<std::uint64_t>& waits,
+                                             std::atomic<std::uint64_t>& wait_ns) {
+  // Counted when the wait starts, so that others can see that it waits.
+  waits.fetch_add(1, std::memory_order_relaxed);
+  const clock_type::time_point start = clock_type::now();
+  const bool forever = timeout < 0 || timeout > kForeverSeconds;
+  const clock_type::time_point until =
+      forever ? clock_type::time_point::max()
+              : start + std::chrono::duration_cast<clock_type::duration>(
+                            std::chrono::duration<double>(timeout));
+  attempt result = attempt::none;
+  for (std::uint32_t i = 0; i < spin_; ++i) {
+    cpu_relax();
+    result = try_once();
+    if (result != attempt::none) break;
+    if (!forever && (i & 63) == 63 && clock_type::now() >= until) break;
+  }
+  if (result == attempt::none) {
+    // Register, then re-check under the mutex. The registration and the
+    // publisher's last write to the ring (index_ring::push) are both
+    // sequentially consistent, and so are the re-check's look at the ring
+    // (index_ring::try_pop) and the publisher's look at `waiters`
+    // (wake_one): either the re-check sees the new buffer, or the publisher
+    // sees us and takes the mutex to notify, which it can do only once we
+    // sleep. (No fence: ThreadSanitizer does not model fences.)
+    w.waiters.fetch_add(1, std::memory_order_seq_cst);
+    {
+      std::unique_lock<std::mutex> lock(w.mutex);
+      for (;;) {
+        result = try_once();
+        if (result != attempt::none) break;
+        if (forever) {
+          w.cv.wait(lock);
+        } else if (w.cv.wait_until(lock, until) == std::cv_status::timeout) {
+          // A notify meant for us may have come with the timeout: look once
+          // more, so that it is never lost.
+          result = try_once();
+          break;
+        }
+      }
+    }
+    w.waiters.fetch_sub(1, std::memory_order_relaxed);
+  }
+  const auto waited = std::chrono::duration_cast<std::chrono::nanoseconds>(clock_type::now() - start);
+  wait_ns.fetch_add(static_cast<std::uint64_t>(waited.count()), std::memory_order_relaxed);
+  return result;
+}
+
+void recycle_pool::wake_one(wait_point& w) noexcept {
+  // The push before this was a sequentially consistent exchange.
+  if (w.waiters.load(std::memory_order_seq_cst) == 0) return;
+  { std::lock_guard<std::mutex> lock(w.mutex); }
+  w.cv.notify_one();
+}
+
+void recycle_pool::wake_all(wait_point& w) noexcept {
+  { std::lock_guard<std::mutex> lock(w.mutex); }
+  w.cv.notify_all();
+}
+
+// ---------------------------------------------------------------------------
+// the four operations
+
+namespace {
+
+void check_timeout(double timeout, const char* function) {
+  if (std::isnan(timeout)) {
+    throw invalid_argument(strprintf(
+        "%s: timeout is NaN; give seconds (0 tries once, a negative value waits for ever)",
+        function));
+  }
+}
+
+}  // namespace
+
+dao_status recycle_pool::closed_status(const char* function, const char* what) noexcept {
+  char text[512];
+  std::snprintf(text, sizeof text, "%s: pool '%s' is closed%s", function, name_.c_str(), what);
+  return set_last_error(DAO_ERR_CLOSED, text);
+}
+
+dao_status recycle_pool::timeout_status(const char* function, const char* tried_once,
+                                        const char* waited, double timeout) noexcept {
+  timeouts_.fetch_add(1, std::memory_order_relaxed);
+  char counts[256];
+  describe_counts(counts, sizeof counts);
+  char text[768];
+  if (timeout == 0) {
+    std::snprintf(text, sizeof text, "%s: pool '%s' %s (tried once: the timeout is 0; %s)",
+                  function, name_.c_str(), tried_once, counts);
+  } else {
+    std::snprintf(text, sizeof text, "%s: pool '%s': %s within %g s (%s)", function,
+                  name_.c_str(), waited, timeout, counts);
+  }
+  return set_last_error(DAO_ERR_TIMEOUT, text);
+}
+
+bool recycle_pool::pop_free(dao_buffer*& out) noexcept {
+  std::uint32_t i;
+  if (!free_.try_pop(i)) return false;
+  dao_buffer& b = records_[i];
+  // A free buffer's state is 0 and nobody may change it (retain and release
+  // refuse a free buffer without writing), so a plain store takes it.
+  b.state.store(1, std::memory_order_relaxed);
+  update_counts(kHeld - kFree, grown_held);
+  out = &b;
+  return true;
+}
+
+bool recycle_pool::pop_ready(dao_buffer*& out) noexcept {
+  std::uint32_t i;
+  if (!ready_.try_pop(i)) return false;
+  dao_buffer& b = records_[i];
+  // Clear the queued flag and give the queue's reference to the caller in
+  // one step; holders that retained before submit may change the count
+  // meanwhile, hence an atomic add rather than a store.
+  b.state.fetch_add(std::uint64_t(1) - kQueuedBit, std::memory_order_acq_rel);
+  update_counts(kHeld - kQueued, grown_held);
+  out = &b;
+  return true;
+}
+
+dao_status recycle_pool::acquire(double timeout, dao_buffer*& out) {
+  static const char* const kFunction = "dao_recycle_acquire";
+  check_timeout(timeout, kFunction);
+  dao_buffer* b = nullptr;
+  auto try_once = [&] {
+    if (closed_.load(std::memory_order_acquire)) return attempt::closed;
+    return pop_free(b) ? attempt::got : attempt::none;
+  };
+  attempt result = try_once();
+  if (result == attempt::none && created_.load(std::memory_order_acquire) < max_buffers_) {
+    // Throws out_of_memory; nullptr when another thread made the last one.
+    b = create_buffer(true, kFunction);
+    if (b != nullptr) result = attempt::got;
+  }
+  if (result == attempt::none && timeout != 0) {
+    result = wait_for(free_wait_, try_once, timeout, acquire_waits_, acquire_wait_ns_);
+  }
+  switch (result) {
+    case attempt::got:
+      b->sequence.store(UINT64_MAX, std::memory_order_relaxed);
+      acquired_.fetch_add(1, std::memory_order_relaxed);
+      out = b;
+      return DAO_OK;
+    case attempt::closed:
+      return closed_status(kFunction, "; it gives out no more buffers");
+    case attempt::none:
+    default:
+      return timeout_status(kFunction, "has no free buffer", "no buffer became free", timeout);
+  }
+}
+
+dao_status recycle_pool::submit(dao_buffer& b) {
+  std::uint64_t s = b.state.load(std::memory_order_relaxed);
+  for (;;) {
+    if ((s & kQueuedBit) != 0) {
+      throw invalid_state(strprintf(
+          "dao_recycle_submit: buffer %p of pool '%s' is already queued (submitted and not yet "
+          "taken); nothing changed",
+          static_cast<void*>(&b), name_.c_str()));
+    }
+    if ((s & kRefMask) == 0) {
+      throw invalid_state(strprintf(
+          "dao_recycle_submit: buffer %p of pool '%s' is free: all its references were "
+          "released; nothing changed",
+          static_cast<void*>(&b), name_.c_str()));
+    }
+    if (b.state.compare_exchange_weak(s, (s - 1) | kQueuedBit, std::memory_order_acq_rel,
+                                      std::memory_order_relaxed))
+      break;
+  }
+  update_counts(kQueued - kHeld, grown_queued);
+  submitted_.fetch_add(1, std::memory_order_relaxed);
+  // The position in the ready ring is the submission number: take pops in
+  // the same order.
+  ready_.push(b.index,
+              [&b](std::uint64_t position) { b.sequence.store(position, std::memory_order_relaxed); });
+  wake_one(ready_wait_);
+  return DAO_OK;
+}
+
+dao_status recycle_pool::take(double timeout, dao_buffer*& out) {
+  static const char* const kFunction = "dao_recycle_take";
+  check_timeout(timeout, kFunction);
+  dao_buffer* b = nullptr;
+  auto try_once = [&] {
+    if (pop_ready(b)) return attempt::got;
+    if (!closed_.load(std::memory_order_acquire)) return attempt::none;
+    // Closed: a submit may have landed between the pop and the look.
+    return pop_ready(b) ? attempt::got : attempt::closed;
+  };
+  attempt result = try_once();
+  if (result == attempt::none && timeout != 0) {
+    result = wait_for(ready_wait_, try_once, timeout, take_waits_, take_wait_ns_);
+  }
+  switch (result) {
+    case attempt::got:
+      taken_.fetch_add(1, std::memory_order_relaxed);
+      out = b;
+      return DAO_OK;
+    case attempt::closed:
+      return closed_status(kFunction, " and its queue is empty");
+    case attempt::none:
+    default:
+      return timeout_status(kFunction, "has nothing queued", "nothing was submitted",
+                            timeout);
+  }
+}
+
+void recycle_pool::close() noexcept {
+  closed_.store(true, std::memory_order_seq_cst);
+  wake_all(free_wait_);
+  wake_all(ready_wait_);
+}
+
+dao_status recycle_pool::retain(dao_buffer& b) {
+  std::uint64_t s = b.state.load(std::memory_order_relaxed);
+  for (;;) {
+    const std::uint64_t refs = s & kRefMask;
+    if (refs == 0) {
+      throw invalid_state(strprintf(
+          "dao_buffer_retain: buffer %p of pool '%s' is %s: the caller holds no reference to "
+          "it; nothing changed",
+          static_cast<void*>(&b), name_.c_str(),
+          (s & kQueuedBit) != 0 ? "queued (submit moved the reference into the queue)"
+                                : "free (all its references were released)"));
+    }
+    if (refs == kRefMask) {
+      throw invalid_state(strprintf("dao_buffer_retain: buffer %p of pool '%s' already has %llu "
+                                    "references, the most it can have",
+                                    static_cast<void*>(&b), name_.c_str(),
+                                    static_cast<unsigned long long>(refs)));
+    }
+    if (b.state.compare_exchange_weak(s, s + 1, std::memory_order_relaxed,
+                                      std::memory_order_relaxed))
+      return DAO_OK;
+  }
+}
+
+dao_status recycle_pool::release(dao_buffer& b) {
+  std::uint64_t s = b.state.load(std::memory_order_relaxed);
+  for (;;) {
+    if ((s & kRefMask) == 0) {
+      throw invalid_state(strprintf(
+          "dao_buffer_release: buffer %p of pool '%s' is %s; nothing changed",
+          static_cast<void*>(&b), name_.c_str(),
+          (s & kQueuedBit) != 0
+              ? "queued and the caller holds no reference to it (submit moved the reference "
+                "into the queue; take gives it back)"
+              : "free: all its references were already released (a double release?)"));
+    }
+    if (b.state.compare_exchange_weak(s, s - 1, std::memory_order_acq_rel,
+                                      std::memory_order_relaxed))
+      break;
+  }
+  if (s - 1 == 0) {  // the last reference of a buffer that is not queued
+    update_counts(kFree - kHeld, grown_free);
+    free_.push(b.index, [](std::uint64_t) {});
+    wake_one(free_wait_);
+  }
+  return DAO_OK;
+}
+
+}  // namespace dao::detail

@@ -1,0 +1,237 @@
+// Recycle pools (include/dao/recycle.h): typed, shaped, reference-counted
+// buffers on one place, handed from fill threads to operate threads.
+//
+// Everything a pool needs in steady state exists from dao_recycle_create()
+// on: one array of buffer records (max_buffers entries, so a dao_buffer*
+// handle is a stable address inside it), and two bounded MPMC rings of
+// record indices, the free list and the ready queue (Vyukov's queue: one
+// sequence number per cell), each with room for every buffer. Only buffer
+// *memory* is made lazily, from the place's default allocator, up to
+// max_buffers; after that acquire -> submit -> take -> release allocates
+// nothing and takes no lock unless a caller has to sleep.
+//
+// Blocking: a call that finds nothing spins (config key `spin`), then sleeps
+// on a condition variable. Sleepers register in an atomic waiter count
+// first; the side that makes something available looks at that count after
+// a full fence and takes the mutex only when someone may sleep ("register,
+// re-check, wait" on one side, "publish, fence, look" on the other), so the
+// fast path never touches the mutex and no wakeup is lost.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "dao/place.h"
+#include "dao/recycle.h"
+#include "dao/status.h"
+
+struct dao_allocator;
+
+namespace dao::detail {
+class recycle_pool;
+}  // namespace dao::detail
+
+// One buffer of a pool: an element of the pool's record array. The handle
+// the caller holds is the address of its record.
+struct alignas(64) dao_buffer {
+  static constexpr std::uint64_t kMagic = 0x64616f6275666672ull;  // "daobuffr"
+
+  std::uint64_t magic = 0;  // kMagic once the buffer exists
+  dao::detail::recycle_pool* pool = nullptr;
+  // References held by callers (low 32 bits) and the queued flag (bit 32):
+  // free = 0; held = references >= 1, not queued; queued = flag set (its
+  // references are those callers kept with retain before submit). Changed
+  // only by compare-and-swap, so misuse is refused without damage.
+  std::atomic<std::uint64_t> state{0};
+  // Submission number, or UINT64_MAX since the last acquire. Atomic because
+  // several holders may read it while one of them submits.
+  std::atomic<std::uint64_t> sequence{UINT64_MAX};
+  void* data = nullptr;
+  std::uint32_t index = 0;
+};
+
+namespace dao::detail {
+
+// A bounded multi-producer multi-consumer ring of 32-bit values (Dmitry
+// Vyukov's queue). Capacity is a power of two; each cell carries the
+// position ("turn") it may next be written or read at.
+class index_ring {
+ public:
+  explicit index_ring(std::size_t capacity);  // a power of two
+  index_ring(const index_ring&) = delete;
+  index_ring& operator=(const index_ring&) = delete;
+
+  // Appends `value`. `stamp(position)` runs after the cell is claimed and
+  // before the value becomes visible, with the value's position in the
+  // order of pushes (0, 1, 2, ...). The pool never puts more values in a
+  // ring than it has cells, so a push cannot find the ring full; it can only
+  // find the cell of the previous lap still being read by a pop that has
+  // claimed it and not yet let go (a few instructions), and waits for that.
+  template <class Stamp>
+  void push(std::uint32_t value, Stamp&& stamp) noexcept;
+
+  // Removes the oldest value; false when there is none (or when the oldest
+  // is still being written by its push, which then wakes sleepers itself).
+  bool try_pop(std::uint32_t& value) noexcept;
+
+ private:
+  struct cell {
+    std::atomic<std::uint64_t> turn{0};
+    std::uint32_t value = 0;
+  };
+  std::unique_ptr<cell[]> cells_;
+  std::uint64_t mask_;
+  alignas(64) std::atomic<std::uint64_t> tail_{0};  // next position to push
+  alignas(64) std::atomic<std::uint64_t> head_{0};  // next position to pop
+};
+
+// The sleeping side of one condition (a buffer became free, a buffer was
+// submitted). See the file comment for the protocol.
+struct alignas(64) wait_point {
+  std::atomic<std::uint32_t> waiters{0};
+  std::mutex mutex;
+  std::condition_variable cv;
+};
+
+class recycle_pool {
+ public:
+  static constexpr std::size_t kMaxBuffers = std::size_t(1) << 20;
+
+  // Checks every argument and the config, then creates the pool and its
+  // `preallocate` buffers. Throws invalid_argument, no_device or
+  // out_of_memory; on failure nothing is kept. `function` names the C
+  // function in messages; `default_name` labels the pool when the config has
+  // no `name` ("unnamed" when it is empty too).
+  static std::unique_ptr<recycle_pool> create(dao_place place, std::size_t element_size,
+                                              int ndim, const std::size_t* shape,
+                                              std::size_t max_buffers, std::size_t preallocate,
+                                              const char* config, const char* function,
+                                              const std::string& default_name);
+  // Frees every buffer's memory. The caller has checked out_count().
+  ~recycle_pool();
+  recycle_pool(const recycle_pool&) = delete;
+  recycle_pool& operator=(const recycle_pool&) = delete;
+
+  // The operations of recycle.h on a pool and on its buffers. The outcomes
+  // a working pipeline meets (timeout, closed) are returned as a status with
+  // the thread's message set, without allocating; misuse (a buffer in the
+  // wrong state: invalid_state), bad input and allocation failures throw.
+  dao_status acquire(double timeout, dao_buffer*& out);
+  dao_status submit(dao_buffer& buffer);
+  dao_status take(double timeout, dao_buffer*& out);
+  void close() noexcept;
+  dao_status retain(dao_buffer& buffer);
+  dao_status release(dao_buffer& buffer);
+
+  // Fills every field of `out` after struct_size (see the .cpp on how
+  // consistent the snapshot is).
+  void read_stats(dao_recycle_stats& out) const noexcept;
+
+  struct out_counts {
+    std::uint64_t held = 0;
+    std::uint64_t queued = 0;
+  };
+  // Buffers held by callers and queued; meaningful when no call runs.
+  out_counts out_count() const noexcept;
+
+  const std::string& name() const noexcept { return name_; }
+  dao_place place() const noexcept { return place_; }
+  int ndim() const noexcept { return ndim_; }
+  const std::size_t* shape() const noexcept { return shape_; }
+  std::size_t element_size() const noexcept { return element_size_; }
+  std::size_t bytes() const noexcept { return bytes_; }
+  bool closed() const noexcept { return closed_.load(std::memory_order_acquire); }
+
+ private:
+  enum class attempt { none, got, closed };
+
+  recycle_pool(dao_place place, dao_allocator& allocator, std::size_t element_size, int ndim,
+               const std::size_t* shape, std::size_t bytes, std::size_t max_buffers,
+               std::uint32_t spin, std::string name);
+
+  // Makes the next buffer (held by the caller, or free and not yet in the
+  // free list); nullptr when max_buffers exist. Throws out_of_memory naming
+  // `function` and the pool.
+  dao_buffer* create_buffer(bool held, const char* function);
+  void free_all_memory() noexcept;
+  // Spins, then sleeps on `w`, until try_once() gives something or the
+  // timeout (> 0, or < 0 for ever) runs out.
+  template <class Attempt>
+  attempt wait_for(wait_point& w, Attempt&& try_once, double timeout,
+                   std::atomic<std::uint64_t>& waits, std::atomic<std::uint64_t>& wait_ns);
+  void wake_one(wait_point& w) noexcept;
+  void wake_all(wait_point& w) noexcept;
+  bool pop_free(dao_buffer*& out) noexcept;
+  bool pop_ready(dao_buffer*& out) noexcept;
+  void update_counts(std::uint64_t delta, int grown) noexcept;
+  dao_status closed_status(const char* function, const char* what) noexcept;
+  dao_status timeout_status(const char* function, const char* tried_once, const char* waited,
+                            double timeout) noexcept;
+  void describe_counts(char* text, std::size_t size) const noexcept;
+
+  // --- fixed at create (read-mostly) ---
+  dao_place place_;
+  dao_allocator* allocator_;
+  std::size_t element_size_;
+  int ndim_;
+  std::size_t shape_[DAO_RECYCLE_MAX_DIMS] = {};
+  std::size_t bytes_;
+  std::size_t max_buffers_;
+  std::uint32_t spin_;
+  std::string name_;
+  std::unique_ptr<dao_buffer[]> records_;
+  std::atomic<bool> closed_{false};
+
+  // --- the two rings ---
+  index_ring free_;
+  index_ring ready_;
+
+  // --- buffer creation (not in steady state) ---
+  std::mutex create_mutex_;
+  alignas(64) std::atomic<std::size_t> created_{0};
+
+  // --- statistics: free, queued and held counts packed in one word, so a
+  // reader sees the three (and created, their sum) at one instant ---
+  alignas(64) std::atomic<std::uint64_t> counts_{0};
+  alignas(64) std::atomic<std::uint64_t> peak_free_{0};
+  std::atomic<std::uint64_t> peak_queued_{0};
+  std::atomic<std::uint64_t> peak_held_{0};
+  std::atomic<std::uint64_t> timeouts_{0};
+  // Written by the fill side and by the operate side: separate lines.
+  alignas(64) std::atomic<std::uint64_t> acquired_{0};
+  std::atomic<std::uint64_t> submitted_{0};
+  std::atomic<std::uint64_t> acquire_waits_{0};
+  std::atomic<std::uint64_t> acquire_wait_ns_{0};
+  alignas(64) std::atomic<std::uint64_t> taken_{0};
+  std::atomic<std::uint64_t> take_waits_{0};
+  std::atomic<std::uint64_t> take_wait_ns_{0};
+
+  // --- sleepers ---
+  wait_point free_wait_;   // acquires waiting for a free buffer
+  wait_point ready_wait_;  // takes waiting for a submitted buffer
+};
+
+}  // namespace dao::detail
+
+// The handle a caller holds for a pool.
+struct dao_recycle_pool {
+  static constexpr std::uint64_t kMagic = 0x64616f72637963ull;  // "daorcyc"
+
+  std::uint64_t magic = kMagic;
+  std::unique_ptr<dao::detail::recycle_pool> impl;
+  bool in_collection = false;  // owned by a dao_collection
+};
+
+namespace dao::detail {
+
+// Throws invalid_argument naming `function` when the handle is NULL or not
+// a live pool / buffer.
+dao_recycle_pool& checked_pool(dao_recycle_pool* pool, const char* function);
+dao_buffer& checked_buffer(const dao_buffer* buffer, const char* function);
+
+}  // namespace dao::detail
