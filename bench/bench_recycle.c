@@ -680,6 +680,14 @@ int main(int argc, char **argv) {
   int i, failures = 0, steady_failures = 0;
 
   parse_options(argc, argv, &o);
+  {
+    /* A bad --config is a bad flag: try it on a pool of one small buffer. */
+    const size_t one[1] = {8};
+    dao_recycle_pool *probe = NULL;
+    dao_status s = dao_recycle_create(dao_place_cpu(), 1, 1, one, 1, 0, o.config, &probe);
+    if (s == DAO_ERR_INVALID_ARGUMENT) bad_flag(argv[0], "--config: %s", dao_last_error());
+    if (s == DAO_OK) dao_recycle_destroy(probe);
+  }
   printf("bench_recycle: libdao %s, build %s (%s)%s\n", dao_version_string(), build_type, ndebug,
          BENCH_SANITIZED ? ", sanitizers on" : "");
   printf("config: %ld cpus online, %llu buffers per repetition, size %s, pool %llu buffers, "
@@ -770,5 +778,6 @@ int main(int argc, char **argv) {
   }
   if (failures != 0) printf("\n%d row(s) failed; see the rows above\n", failures);
   if (steady_failures != 0) printf("\n%d libdao row(s) allocated in steady state\n", steady_failures);
+  for (i = 0; i < NROWS; ++i) free(rows[i].seconds);
   return failures != 0 || steady_failures != 0 ? 1 : 0;
 }

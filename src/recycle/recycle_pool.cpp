@@ -382,7 +382,11 @@ recycle_pool::attempt recycle_pool::wait_for(wait_point& w, Attempt&& try_once, 
                             std::chrono::duration<double>(timeout));
   attempt result = attempt::none;
   for (std::uint32_t i = 0; i < spin_; ++i) {
-    cpu_relax();
+    // A short busy spin catches a partner running on another core; after
+    // that, yield, so that a partner waiting for this core gets to run
+    // (on a loaded or small machine spinning would only delay it).
+    if (i < 64) cpu_relax();
+    else std::this_thread::yield();
     result = try_once();
     if (result != attempt::none) break;
     if (!forever && (i & 63) == 63 && clock_type::now() >= until) break;
