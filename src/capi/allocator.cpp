@@ -3,6 +3,7 @@
 
 #include "capi/allocator_handle.hpp"
 #include "capi/guard.hpp"
+#include "capi/sized_struct.hpp"
 #include "resource/stream.hpp"
 #include "core/place_defaults.hpp"
 #include "strategy/factory.hpp"
@@ -82,15 +83,11 @@ extern "C" dao_status dao_allocator_get_stats(dao_allocator* a, dao_allocator_st
   return guarded([&] {
     dao_allocator& h = checked(a, "dao_allocator_get_stats");
     require_non_null(stats, "dao_allocator_get_stats", "stats");
-    if (stats->struct_size < sizeof(dao_allocator_stats)) {
-      throw invalid_argument(strprintf(
-          "dao_allocator_get_stats: stats->struct_size is %zu; set it to "
-          "sizeof(dao_allocator_stats) (at least %zu)",
-          stats->struct_size, sizeof(dao_allocator_stats)));
+    if (stats->struct_size < sizeof(dao_allocator_stats)) {  // before any work
+      write_sized(dao_allocator_stats{}, stats, "dao_allocator_get_stats", "stats");
     }
     allocator_counters c = h.impl->counters();
-    dao_allocator_stats s;
-    s.struct_size = stats->struct_size;
+    dao_allocator_stats s{};
     s.allocated_bytes = c.allocated_bytes;
     s.peak_allocated_bytes = c.peak_allocated_bytes;
     s.requested_bytes = c.requested_bytes;
@@ -104,9 +101,7 @@ extern "C" dao_status dao_allocator_get_stats(dao_allocator* a, dao_allocator_st
     s.system_free_count = c.system_free_count;
     s.largest_free_block = c.largest_free_block;
     s.alloc_retry_count = c.alloc_retry_count;
-    // A caller built against a newer header gets zeros in fields we lack.
-    std::memset(reinterpret_cast<char*>(stats) + sizeof s, 0, stats->struct_size - sizeof s);
-    std::memcpy(stats, &s, sizeof s);
+    write_sized(s, stats, "dao_allocator_get_stats", "stats");
   });
 }
 

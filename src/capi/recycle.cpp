@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "capi/guard.hpp"
+#include "capi/sized_struct.hpp"
 #include "dao/recycle.h"
 #include "recycle/collection.hpp"
 #include "recycle/recycle_pool.hpp"
@@ -117,19 +118,12 @@ extern "C" dao_status dao_recycle_get_stats(dao_recycle_pool* pool, dao_recycle_
   return guarded([&] {
     dao_recycle_pool& p = checked_pool(pool, "dao_recycle_get_stats");
     require_non_null(stats, "dao_recycle_get_stats", "stats");
-    if (stats->struct_size < sizeof(dao_recycle_stats)) {
-      throw invalid_argument(strprintf(
-          "dao_recycle_get_stats: stats->struct_size is %zu; set it to "
-          "sizeof(dao_recycle_stats) (at least %zu)",
-          stats->struct_size, sizeof(dao_recycle_stats)));
+    if (stats->struct_size < sizeof(dao_recycle_stats)) {  // before any work
+      write_sized(dao_recycle_stats{}, stats, "dao_recycle_get_stats", "stats");
     }
-    dao_recycle_stats s;
-    std::memset(&s, 0, sizeof s);
+    dao_recycle_stats s{};
     p.impl->read_stats(s);
-    s.struct_size = stats->struct_size;
-    // A caller built against a newer header gets zeros in fields we lack.
-    std::memset(reinterpret_cast<char*>(stats) + sizeof s, 0, stats->struct_size - sizeof s);
-    std::memcpy(stats, &s, sizeof s);
+    write_sized(s, stats, "dao_recycle_get_stats", "stats");
   });
 }
 

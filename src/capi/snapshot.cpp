@@ -4,6 +4,7 @@
 
 #include "capi/allocator_handle.hpp"
 #include "capi/guard.hpp"
+#include "capi/sized_struct.hpp"
 #include "util/format.hpp"
 
 using namespace dao::detail;
@@ -21,21 +22,6 @@ const char* state_name(dao_block_state state) {
     case DAO_BLOCK_PENDING_FREE: return "pending_free";
   }
   return "unknown";
-}
-
-// Copies `source` into the caller's size-tagged struct (first field
-// struct_size), refusing a size smaller than this version's.
-template <class Info>
-void copy_out(const Info& source, Info* target, const char* function) {
-  require_non_null(target, function, "info");
-  if (target->struct_size < sizeof(Info)) {
-    throw invalid_argument(strprintf("%s: info->struct_size is %zu; set it to sizeof (%zu)", function,
-                                     target->struct_size, sizeof(Info)));
-  }
-  std::size_t caller_size = target->struct_size;
-  std::memset(reinterpret_cast<char*>(target) + sizeof(Info), 0, caller_size - sizeof(Info));
-  std::memcpy(target, &source, sizeof(Info));
-  target->struct_size = caller_size;
 }
 
 std::string to_json(const dao_allocator& h, const dao_snapshot& snap) {
@@ -108,7 +94,7 @@ extern "C" dao_status dao_snapshot_segment(const dao_snapshot* snapshot, size_t 
       throw invalid_argument(strprintf("dao_snapshot_segment: index %zu is out of range (%zu segments)",
                                        index, snapshot->segments.size()));
     }
-    copy_out(snapshot->segments[index].info, info, "dao_snapshot_segment");
+    write_sized(snapshot->segments[index].info, info, "dao_snapshot_segment", "info");
   });
 }
 
@@ -125,7 +111,7 @@ extern "C" dao_status dao_snapshot_block(const dao_snapshot* snapshot, size_t se
       throw invalid_argument(strprintf("dao_snapshot_block: block %zu is out of range (%zu blocks)",
                                        index, blocks.size()));
     }
-    copy_out(blocks[index], info, "dao_snapshot_block");
+    write_sized(blocks[index], info, "dao_snapshot_block", "info");
   });
 }
 
