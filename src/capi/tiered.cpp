@@ -1,0 +1,160 @@
+// dao_tiered_*, dao_tensor_* and dao_kernel_submit: tiered pools
+// (include/dao/tiered.h) over src/tiered/.
+#include <cstdint>
+#include <cstring>
+#include <memory>
+
+#include "capi/guard.hpp"
+#include "dao/tiered.h"
+#include "tiered/tiered_pool.hpp"
+#include "util/format.hpp"
+
+struct dao_tiered {
+  static constexpr std::uint64_t kMagic = 0x64616f7469657264ull;  // "daotierd"
+  std::uint64_t magic = kMagic;
+  std::unique_ptr<dao::detail::tiered_pool> impl;
+};
+
+namespace dao::detail {
+namespace {
+
+// Whether `p` may be a T handle: aligned as a T, with T's magic at its start
+// (read as bytes, so a pointer to something else is refused without UB).
+template <class T>
+bool has_magic(const void* p) noexcept {
+  if (reinterpret_cast<std::uintptr_t>(p) % alignof(T) != 0) return false;
+  std::uint64_t magic = 0;
+  std::memcpy(&magic, p, sizeof magic);
+  return magic == T::kMagic;
+}
+
+dao_tiered& checked_tiered(dao_tiered* pool, const char* function) {
+  require_non_null(pool, function, "pool");
+  if (!has_magic<dao_tiered>(pool)) {
+    throw invalid_argument(strprintf("%s: %p is not a live dao_tiered handle", function,
+                                     static_cast<void*>(pool)));
+  }
+  return *pool;
+}
+
+dao_tensor& checked_tensor(const dao_tensor* tensor, const char* function, const char* name) {
+  if (tensor == nullptr) {
+    throw invalid_argument(strprintf("%s: %s must not be NULL", function, name));
+  }
+  if (!has_magic<dao_tensor>(tensor)) {
+    throw invalid_argument(strprintf("%s: %s (%p) is not a dao_tensor of a live tiered pool",
+                                     function, name, static_cast<const void*>(tensor)));
+  }
+  return const_cast<dao_tensor&>(*tensor);
+}
+
+void check_list(dao_tensor* const* list, std::size_t count, const char* function,
+                const char* name) {
+  for (std::size_t i = 0; i < count; ++i) checked_tensor(list[i], function, name);
+}
+
+}  // namespace
+}  // namespace dao::detail
+
+using namespace dao::detail;
+
+extern "C" dao_status dao_tiered_create(dao_place device, dao_place host, size_t device_budget,
+                                        const char* config, dao_tiered** out) {
+  return guarded([&] {
+    require_non_null(out, "dao_tiered_create", "out");
+    *out = nullptr;
+    if (device_budget == 0) {
+      throw invalid_argument("dao_tiered_create: device_budget must be > 0");
+    }
+    auto handle = std::make_unique<dao_tiered>();
+    handle->impl = std::make_unique<tiered_pool>(device, host, device_budget, config);
+    *out = handle.release();
+  });
+}
+
+extern "C" dao_status dao_tiered_set_score_callback(dao_tiered* pool, dao_score_fn score,
+                                                    void* user_data) {
+  return guarded([&] {
+    checked_tiered(pool, "dao_tiered_set_score_callback")
+        .impl->set_score_callback(score, user_data);
+  });
+}
+
+extern "C" dao_status dao_tensor_create(dao_tiered* pool, size_t bytes, dao_tensor** out) {
+  return guarded([&] {
+    dao_tiered& p = checked_tiered(pool, "dao_tensor_create");
+    require_non_null(out, "dao_tensor_create", "out");
+    *out = p.impl->create_tensor(bytes);
+  });
+}
+
+extern "C" dao_status dao_tensor_write(dao_tensor* tensor, const void* src, size_t bytes) {
+  return guarded([&] {
+    dao_tensor& t = checked_tensor(tensor, "dao_tensor_write", "tensor");
+    t.pool->write(t, src, bytes);
+  });
+}
+
+extern "C" dao_status dao_tensor_read(dao_tensor* tensor, void* dst, size_t bytes) {
+  return guarded([&] {
+    dao_tensor& t = checked_tensor(tensor, "dao_tensor_read", "tensor");
+    t.pool->read(t, dst, bytes);
+  });
+}
+
+extern "C" dao_status dao_tensor_get_state(const dao_tensor* tensor, dao_tensor_state* state) {
+  return guarded([&] {
+    dao_tensor& t = checked_tensor(tensor, "dao_tensor_get_state", "tensor");
+    require_non_null(state, "dao_tensor_get_state", "state");
+    *state = t.pool->state(t);
+  });
+}
+
+extern "C" dao_status dao_tensor_release(dao_tensor* tensor) {
+  return guarded([&] {
+    dao_tensor& t = checked_tensor(tensor, "dao_tensor_release", "tensor");
+    t.pool->release(t);
+  });
+}
+
+extern "C" dao_status dao_kernel_submit(dao_tiered* pool, dao_kernel_fn fn, void* user_data,
+                                        dao_tensor* const* inputs, size_t input_count,
+                                        dao_tensor* const* outputs, size_t output_count) {
+  return guarded([&] {
+    dao_tiered& p = checked_tiered(pool, "dao_kernel_submit");
+    if (inputs != nullptr) check_list(inputs, input_count, "dao_kernel_submit", "an input");
+    if (outputs != nullptr) check_list(outputs, output_count, "dao_kernel_submit", "an output");
+    p.impl->submit(fn, user_data, inputs, input_count, outputs, output_count);
+  });
+}
+
+extern "C" dao_status dao_tiered_synchronize(dao_tiered* pool) {
+  return guarded([&] { checked_tiered(pool, "dao_tiered_synchronize").impl->synchronize(); });
+}
+
+extern "C" dao_status dao_tiered_get_stats(dao_tiered* pool, dao_tiered_stats* stats) {
+  return guarded([&] {
+    dao_tiered& p = checked_tiered(pool, "dao_tiered_get_stats");
+    require_non_null(stats, "dao_tiered_get_stats", "stats");
+    if (stats->struct_size < sizeof(dao_tiered_stats)) {
+      throw invalid_argument(strprintf(
+          "dao_tiered_get_stats: stats->struct_size is %zu; set it to sizeof(dao_tiered_stats) "
+          "(at least %zu)",
+          stats->struct_size, sizeof(dao_tiered_stats)));
+    }
+    dao_tiered_stats s;
+    std::memset(&s, 0, sizeof s);
+    p.impl->read_stats(s);
+    s.struct_size = stats->struct_size;
+    std::memset(reinterpret_cast<char*>(stats) + sizeof s, 0, stats->struct_size - sizeof s);
+    std::memcpy(stats, &s, sizeof s);
+  });
+}
+
+extern "C" dao_status dao_tiered_destroy(dao_tiered* pool) {
+  return guarded([&] {
+    dao_tiered& p = checked_tiered(pool, "dao_tiered_destroy");
+    p.magic = 0;
+    delete &p;
+  });
+}

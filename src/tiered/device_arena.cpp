@@ -1,0 +1,142 @@
+// The device budget's blocks (see device_arena.hpp).
+#include "tiered/device_arena.hpp"
+
+#include <algorithm>
+#include <cassert>
+
+#include "core/error.hpp"
+#include "util/format.hpp"
+
+namespace dao::detail {
+
+device_arena::device_arena(std::size_t capacity)
+    : capacity_(capacity / kArenaGranule * kArenaGranule) {
+  if (capacity_ > 0) blocks_.push_back(arena_block{0, capacity_, nullptr});
+}
+
+long device_arena::find_free(std::size_t size) const noexcept {
+  size = arena_round(size);
+  long best = -1;
+  for (std::size_t i = 0; i < blocks_.size(); ++i) {
+    const arena_block& b = blocks_[i];
+    if (b.owner != nullptr || b.size < size) continue;
+    if (best < 0 || b.size < blocks_[static_cast<std::size_t>(best)].size) {
+      best = static_cast<long>(i);
+    }
+  }
+  return best;
+}
+
+arena_run device_arena::find_run(std::size_t size,
+                                 const std::function<bool(const dao_tensor*)>& evictable,
+                                 const std::function<void(arena_run&)>& score_run) const {
+  size = arena_round(size);
+  arena_run best;
+  const std::size_t n = blocks_.size();
+  auto usable = [&](std::size_t i) {
+    return blocks_[i].owner == nullptr || evictable(blocks_[i].owner);
+  };
+  for (std::size_t i = 0; i < n; ++i) {
+    if (!usable(i)) continue;
+    std::size_t total = 0;
+    std::size_t j = i;
+    bool ok = false;
+    for (; j < n && usable(j); ++j) {
+      total += blocks_[j].size;
+      if (total >= size) {
+        ok = true;
+        break;
+      }
+    }
+    if (!ok) {
+      // Nothing starting at i..j-1 can cover either: skip past the blocker.
+      if (j >= n) break;
+      i = j;
+      continue;
+    }
+    arena_run run;
+    run.first = i;
+    run.last = j;
+    run.found = true;
+    score_run(run);
+    const bool better =
+        !best.found || run.score > best.score ||
+        (run.score == best.score &&
+         (run.copy_bytes < best.copy_bytes ||
+          (run.copy_bytes == best.copy_bytes && run.evicted_bytes < best.evicted_bytes)));
+    if (better) best = run;
+  }
+  return best;
+}
+
+std::size_t device_arena::take(std::size_t index, std::size_t size, dao_tensor* owner) {
+  size = arena_round(size);
+  arena_block& b = blocks_.at(index);
+  if (b.owner != nullptr || b.size < size) {
+    throw error(DAO_ERR_INTERNAL, "tiered pool: arena block taken twice or too small");
+  }
+  const std::size_t offset = b.offset;
+  if (b.size > size) {
+    arena_block rest{b.offset + size, b.size - size, nullptr};
+    b.size = size;
+    b.owner = owner;
+    if (index + 1 < blocks_.size() && blocks_[index + 1].owner == nullptr) {
+      blocks_[index + 1].offset = rest.offset;
+      blocks_[index + 1].size += rest.size;
+    } else {
+      blocks_.insert(blocks_.begin() + static_cast<long>(index) + 1, rest);
+    }
+  } else {
+    b.owner = owner;
+  }
+  return offset;
+}
+
+std::size_t device_arena::index_of(std::size_t offset) const {
+  auto it = std::lower_bound(blocks_.begin(), blocks_.end(), offset,
+                             [](const arena_block& b, std::size_t o) { return b.offset < o; });
+  if (it == blocks_.end() || it->offset != offset) {
+    throw error(DAO_ERR_INTERNAL, strprintf("tiered pool: no arena block at offset %zu", offset));
+  }
+  return static_cast<std::size_t>(it - blocks_.begin());
+}
+
+std::size_t device_arena::merge_free(std::size_t first, std::size_t last) {
+  std::size_t total = 0;
+  for (std::size_t i = first; i <= last; ++i) {
+    if (blocks_[i].owner != nullptr) {
+      throw error(DAO_ERR_INTERNAL, "tiered pool: merging an owned arena block");
+    }
+    total += blocks_[i].size;
+  }
+  blocks_[first].size = total;
+  blocks_.erase(blocks_.begin() + static_cast<long>(first) + 1,
+                blocks_.begin() + static_cast<long>(last) + 1);
+  return first;
+}
+
+std::size_t device_arena::vacate(std::size_t first, std::size_t last) {
+  for (std::size_t i = first; i <= last; ++i) blocks_.at(i).owner = nullptr;
+  while (last + 1 < blocks_.size() && blocks_[last + 1].owner == nullptr) ++last;
+  while (first > 0 && blocks_[first - 1].owner == nullptr) --first;
+  return first == last ? first : merge_free(first, last);
+}
+
+void device_arena::release(std::size_t offset) {
+  std::size_t i = index_of(offset);
+  blocks_[i].owner = nullptr;
+  std::size_t first = i;
+  std::size_t last = i;
+  if (i + 1 < blocks_.size() && blocks_[i + 1].owner == nullptr) last = i + 1;
+  if (i > 0 && blocks_[i - 1].owner == nullptr) first = i - 1;
+  if (first != last) merge_free(first, last);
+}
+
+std::size_t device_arena::free_bytes() const noexcept {
+  std::size_t total = 0;
+  for (const arena_block& b : blocks_)
+    if (b.owner == nullptr) total += b.size;
+  return total;
+}
+
+}  // namespace dao::detail

@@ -1,0 +1,86 @@
+// The device budget of a tiered pool: one contiguous range (a single
+// allocation of device_budget bytes on the device place), cut into blocks in
+// address order, each free or owned by one resident tensor. Placement looks
+// for a contiguous run of blocks: first a free block that fits (best fit),
+// else a run of free blocks and evictable tensors scored by the caller (the
+// seed's evictCandidates over consecutive blocks). Not thread safe: the pool
+// guards it with its mutex.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+struct dao_tensor;
+
+namespace dao::detail {
+
+// Every block is a multiple of this (and so starts aligned to it).
+inline constexpr std::size_t kArenaGranule = 256;
+
+inline std::size_t arena_round(std::size_t bytes) noexcept {
+  return (bytes + kArenaGranule - 1) / kArenaGranule * kArenaGranule;
+}
+
+struct arena_block {
+  std::size_t offset = 0;
+  std::size_t size = 0;
+  dao_tensor* owner = nullptr;  // nullptr: free
+};
+
+// A candidate run [first, last] (block indices) and what evicting it costs.
+struct arena_run {
+  std::size_t first = 0;
+  std::size_t last = 0;
+  double score = 0;               // higher: better to evict
+  std::size_t copy_bytes = 0;     // bytes that would be copied device -> host
+  std::size_t evicted_bytes = 0;  // bytes of tensors it would evict
+  bool found = false;
+};
+
+class device_arena {
+ public:
+  // `capacity` is rounded down to the granule.
+  explicit device_arena(std::size_t capacity);
+
+  std::size_t capacity() const noexcept { return capacity_; }
+  const std::vector<arena_block>& blocks() const noexcept { return blocks_; }
+
+  // Best-fit free block for `size` (rounded), or -1.
+  long find_free(std::size_t size) const noexcept;
+
+  // Scans every minimal run of consecutive blocks (free, or owned by a tensor
+  // for which `evictable` is true) that covers `size`; `score_run` fills in
+  // score / copy_bytes / evicted_bytes of a run. Returns the best run:
+  // highest score, then fewest bytes copied, then fewest evicted, then lowest
+  // address.
+  arena_run find_run(std::size_t size, const std::function<bool(const dao_tensor*)>& evictable,
+                     const std::function<void(arena_run&)>& score_run) const;
+
+  // Takes `size` (rounded) at the start of the free block `index` for
+  // `owner`; returns the offset.
+  std::size_t take(std::size_t index, std::size_t size, dao_tensor* owner);
+
+  // Frees the block at `offset` (merging with free neighbours).
+  void release(std::size_t offset);
+
+  // The index of the block at `offset` (which must exist).
+  std::size_t index_of(std::size_t offset) const;
+
+  // Merges the blocks [first, last], which must all be free by now, into one.
+  std::size_t merge_free(std::size_t first, std::size_t last);
+
+  // Frees every block of [first, last] (their tensors have been evicted) and
+  // merges them with free neighbours; returns the index of the free block.
+  std::size_t vacate(std::size_t first, std::size_t last);
+
+  // Bytes in free blocks.
+  std::size_t free_bytes() const noexcept;
+
+ private:
+  std::size_t capacity_;
+  std::vector<arena_block> blocks_;
+};
+
+}  // namespace dao::detail

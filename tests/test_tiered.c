@@ -1,0 +1,776 @@
+/* Tiered pools through the public API (tiered.h): a random program whose
+ * tensors are several times the device budget gives the results of a plain
+ * host computation under every policy; hand-made sequences whose evictions
+ * under belady and lru are known exactly; a released tensor freed after its
+ * last use and not before; submits from two threads; writes and reads
+ * ordered with kernels; every bad input; failing kernels and a full host
+ * tier.
+ *
+ * Runs with DAO_SIM_DEVICES=256MiB,16MiB. No check depends on timing: a
+ * kernel that must still be running waits on a gate the test opens. */
+#define _GNU_SOURCE
+
+#include <pthread.h>
+#include <time.h>
+
+#include "dao_test.h"
+
+#define KIB ((size_t)1 << 10)
+#define MIB ((size_t)1 << 20)
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define SLOW_BUILD 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define SLOW_BUILD 1
+#endif
+#endif
+#ifndef SLOW_BUILD
+#define SLOW_BUILD 0
+#endif
+
+static dao_tiered_stats get_stats(dao_tiered *pool) {
+  dao_tiered_stats s;
+  memset(&s, 0, sizeof s);
+  s.struct_size = sizeof s;
+  assert_ok(dao_tiered_get_stats(pool, &s));
+  return s;
+}
+
+static dao_tensor_state state_of(dao_tensor *t) {
+  dao_tensor_state s = DAO_TENSOR_IN_TRANSIT;
+  assert_ok(dao_tensor_get_state(t, &s));
+  return s;
+}
+
+static uint32_t rng_next(uint64_t *s) {
+  *s = *s * 6364136223846793005ull + 1442695040888963407ull;
+  return (uint32_t)(*s >> 33);
+}
+
+/* --- the random program --------------------------------------------------- */
+
+#define NT 50
+#define MAX_KERNELS 1500
+
+typedef struct kern {
+  int nin, nout;
+  int in[3], out[2];
+  uint32_t id;
+} kern;
+
+typedef struct program {
+  size_t words[NT];
+  size_t total;
+  int nk;
+  kern k[MAX_KERNELS];
+  /* every 100 kernels: a write of tensor wr[i] with seed, a read of rd[i] */
+  int wr[MAX_KERNELS / 100 + 1], rd[MAX_KERNELS / 100 + 1];
+} program;
+
+static program prog;
+static uint32_t *model[NT];
+
+/* out[i] = id * 2654435761 + i + sum of in_j[i % words_j] (in place safe:
+ * word i of an output is written after every input word i was read, and
+ * an input read at another index is a different tensor). */
+static void compute(const kern *k, uint32_t *const *in, uint32_t *const *out) {
+  int o, j;
+  for (o = 0; o < k->nout; ++o) {
+    const size_t n = prog.words[k->out[o]];
+    uint32_t *dst = out[o];
+    size_t i;
+    for (i = 0; i < n; ++i) {
+      uint32_t v = k->id * 2654435761u + (uint32_t)i;
+      for (j = 0; j < k->nin; ++j) v += in[j][i % prog.words[k->in[j]]];
+      dst[i] = v;
+    }
+  }
+}
+
+static dao_status run_kern(void *user_data, void *const *inputs, size_t input_count,
+                           void *const *outputs, size_t output_count, dao_stream stream) {
+  const kern *k = (const kern *)user_data;
+  (void)stream;
+  if ((int)input_count != k->nin || (int)output_count != k->nout) return DAO_ERR_INTERNAL;
+  compute(k, (uint32_t *const *)inputs, (uint32_t *const *)outputs);
+  return DAO_OK;
+}
+
+static void fill_words(uint32_t *p, size_t n, uint32_t seed) {
+  size_t i;
+  for (i = 0; i < n; ++i) p[i] = seed * 40503u + (uint32_t)i * 7u;
+}
+
+static void make_program(int nk) {
+  uint64_t s = 12345;
+  int t, i;
+  prog.total = 0;
+  prog.nk = nk;
+  for (t = 0; t < NT; ++t) {
+    prog.words[t] = (64 * KIB + (rng_next(&s) % (960 * KIB))) / 4;
+    prog.total += prog.words[t] * 4;
+  }
+  for (i = 0; i < nk; ++i) {
+    kern *k = &prog.k[i];
+    size_t bytes;
+    do {
+      int j;
+      bytes = 0;
+      k->nin = 1 + (int)(rng_next(&s) % 3);
+      k->nout = 1 + (int)(rng_next(&s) % 2);
+      for (j = 0; j < k->nin; ++j) {
+        int dup;
+        do {
+          int m;
+          k->in[j] = (int)(rng_next(&s) % NT);
+          dup = 0;
+          for (m = 0; m < j; ++m) dup |= k->in[m] == k->in[j];
+        } while (dup);
+        bytes += prog.words[k->in[j]] * 4;
+      }
+      for (j = 0; j < k->nout; ++j) {
+        int dup, m;
+        do {
+          /* half the time in place on an input */
+          k->out[j] = (rng_next(&s) % 2) ? k->in[rng_next(&s) % (unsigned)k->nin]
+                                         : (int)(rng_next(&s) % NT);
+          dup = 0;
+          for (m = 0; m < j; ++m) dup |= k->out[m] == k->out[j];
+        } while (dup);
+        for (m = 0; m < k->nin; ++m)
+          if (k->in[m] == k->out[j]) break;
+        if (m == k->nin) bytes += prog.words[k->out[j]] * 4;
+      }
+    } while (bytes > 4 * MIB);
+    k->id = (uint32_t)i + 1;
+  }
+  for (i = 0; i <= nk / 100; ++i) {
+    prog.wr[i] = (int)(rng_next(&s) % NT);
+    prog.rd[i] = (int)(rng_next(&s) % NT);
+  }
+}
+
+static void model_step(int i) {
+  const kern *k = &prog.k[i];
+  uint32_t *in[3], *out[2];
+  int j;
+  for (j = 0; j < k->nin; ++j) in[j] = model[k->in[j]];
+  for (j = 0; j < k->nout; ++j) out[j] = model[k->out[j]];
+  compute(k, in, out);
+}
+
+static double callback_score(void *user_data, const dao_tensor_access_info *info) {
+  int *calls = (int *)user_data;
+  ++*calls;
+  assert_true(info->struct_size == sizeof *info);
+  assert_true(info->tensor != NULL && info->bytes > 0);
+  if (info->next_use == UINT64_MAX) return 1e30;
+  return (double)(info->next_use - info->now);
+}
+
+static void run_program(size_t budget, const char *config, int expect_evictions) {
+  dao_tiered *pool = NULL;
+  dao_tensor *ts[NT];
+  uint32_t *scratch = malloc(MIB);
+  int t, i, calls = 0;
+  dao_tiered_stats st;
+  assert_non_null(scratch);
+  assert_ok(dao_tiered_create(dao_place_sim(0), dao_place_cpu(), budget, config, &pool));
+  if (strstr(config, "callback") != NULL) {
+    assert_ok(dao_tiered_set_score_callback(pool, callback_score, &calls));
+  }
+  for (t = 0; t < NT; ++t) {
+    assert_ok(dao_tensor_create(pool, prog.words[t] * 4, &ts[t]));
+    model[t] = malloc(prog.words[t] * 4);
+    assert_non_null(model[t]);
+    fill_words(model[t], prog.words[t], (uint32_t)t);
+    memcpy(scratch, model[t], prog.words[t] * 4);
+    assert_ok(dao_tensor_write(ts[t], scratch, prog.words[t] * 4));
+    memset(scratch, 0xab, prog.words[t] * 4); /* src may be reused at once */
+  }
+  for (i = 0; i < prog.nk; ++i) {
+    const kern *k = &prog.k[i];
+    dao_tensor *in[3], *out[2];
+    int j;
+    for (j = 0; j < k->nin; ++j) in[j] = ts[k->in[j]];
+    for (j = 0; j < k->nout; ++j) out[j] = ts[k->out[j]];
+    assert_ok(dao_kernel_submit(pool, run_kern, (void *)k, in, (size_t)k->nin, out,
+                                (size_t)k->nout));
+    model_step(i);
+    if (i % 100 == 50) {
+      const int w = prog.wr[i / 100], r = prog.rd[i / 100];
+      fill_words(model[w], prog.words[w], (uint32_t)(1000 + i));
+      memcpy(scratch, model[w], prog.words[w] * 4);
+      assert_ok(dao_tensor_write(ts[w], scratch, prog.words[w] * 4));
+      memset(scratch, 0, MIB);
+      assert_ok(dao_tensor_read(ts[r], scratch, prog.words[r] * 4));
+      assert_memory_equal(scratch, model[r], prog.words[r] * 4);
+    }
+  }
+  assert_ok(dao_tiered_synchronize(pool));
+  for (t = 0; t < NT; ++t) {
+    assert_ok(dao_tensor_read(ts[t], scratch, prog.words[t] * 4));
+    if (memcmp(scratch, model[t], prog.words[t] * 4) != 0) {
+      print_error("config '%s' budget %zu: tensor %d differs from the host model\n", config,
+                  budget, t);
+      fail();
+    }
+  }
+  st = get_stats(pool);
+  assert_int_equal(st.kernels_submitted, (uint64_t)prog.nk);
+  assert_int_equal(st.kernels_run, (uint64_t)prog.nk);
+  assert_int_equal(st.tensors_live, NT);
+  assert_true(st.peak_device_bytes <= budget);
+  assert_true(st.device_bytes <= budget);
+  if (expect_evictions) {
+    assert_true(st.evictions > 0);
+    assert_true(st.fetches > 0);
+    assert_true(st.bytes_evicted > 0 && st.bytes_fetched > 0);
+  } else {
+    assert_int_equal(st.evictions, 0);
+  }
+  assert_true(st.prefetches_in_time <= st.prefetches);
+  if (strstr(config, "prefetch=0") != NULL) assert_int_equal(st.prefetches, 0);
+  if (strstr(config, "callback") != NULL) assert_true(calls > 0);
+  for (t = 0; t < NT; ++t) {
+    assert_ok(dao_tensor_release(ts[t]));
+    free(model[t]);
+  }
+  assert_ok(dao_tiered_synchronize(pool));
+  st = get_stats(pool);
+  assert_int_equal(st.tensors_live, 0);
+  assert_int_equal(st.device_bytes, 0);
+  assert_int_equal(st.host_bytes, 0);
+  assert_ok(dao_tiered_destroy(pool));
+  free(scratch);
+}
+
+static void test_random_program(void **state) {
+  static const char *const configs[] = {
+      "policy=belady",         "policy=lru",
+      "policy=size_aware",     "policy=callback",
+      "policy=belady,prefetch=0", "policy=lru,prefetch=4,link_bandwidth=64GB/s"};
+  size_t c;
+  (void)state;
+  make_program(SLOW_BUILD ? 300 : MAX_KERNELS);
+  assert_true(prog.total > 4 * 4 * MIB);
+  /* everything fits: no eviction */
+  run_program(prog.total + 64 * KIB * NT, "policy=belady", 0);
+  for (c = 0; c < sizeof configs / sizeof configs[0]; ++c) run_program(4 * MIB, configs[c], 1);
+}
+
+/* --- a gate: kernels that wait until the test opens it -------------------- */
+
+typedef struct gate {
+  pthread_mutex_t mutex;
+  pthread_cond_t cond;
+  int open, entered;
+} gate;
+
+static gate the_gate = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0};
+
+static void gate_reset(void) {
+  pthread_mutex_lock(&the_gate.mutex);
+  the_gate.open = 0;
+  the_gate.entered = 0;
+  pthread_mutex_unlock(&the_gate.mutex);
+}
+
+static void gate_open(void) {
+  pthread_mutex_lock(&the_gate.mutex);
+  the_gate.open = 1;
+  pthread_cond_broadcast(&the_gate.cond);
+  pthread_mutex_unlock(&the_gate.mutex);
+}
+
+static void gate_wait_entered(void) {
+  pthread_mutex_lock(&the_gate.mutex);
+  while (!the_gate.entered) pthread_cond_wait(&the_gate.cond, &the_gate.mutex);
+  pthread_mutex_unlock(&the_gate.mutex);
+}
+
+/* Waits for the gate, then writes 7 to every output. */
+static dao_status k_gated(void *user_data, void *const *inputs, size_t input_count,
+                          void *const *outputs, size_t output_count, dao_stream stream) {
+  size_t i;
+  (void)user_data;
+  (void)inputs;
+  (void)input_count;
+  (void)stream;
+  pthread_mutex_lock(&the_gate.mutex);
+  the_gate.entered = 1;
+  pthread_cond_broadcast(&the_gate.cond);
+  while (!the_gate.open) pthread_cond_wait(&the_gate.cond, &the_gate.mutex);
+  pthread_mutex_unlock(&the_gate.mutex);
+  for (i = 0; i < output_count; ++i) *(uint32_t *)outputs[i] = 7;
+  return DAO_OK;
+}
+
+/* --- exact evictions ------------------------------------------------------- */
+
+static dao_status k_init(void *user_data, void *const *inputs, size_t input_count,
+                         void *const *outputs, size_t output_count, dao_stream stream) {
+  (void)inputs;
+  (void)input_count;
+  (void)stream;
+  if (output_count != 1) return DAO_ERR_INTERNAL;
+  *(uint32_t *)outputs[0] = (uint32_t)(uintptr_t)user_data;
+  return DAO_OK;
+}
+
+/* Every input and output is incremented in place (word 0). */
+static dao_status k_inc(void *user_data, void *const *inputs, size_t input_count,
+                        void *const *outputs, size_t output_count, dao_stream stream) {
+  size_t i;
+  (void)user_data;
+  (void)inputs;
+  (void)input_count;
+  (void)stream;
+  for (i = 0; i < output_count; ++i) *(uint32_t *)outputs[i] += 1;
+  return DAO_OK;
+}
+
+static uint32_t read_word(dao_tensor *t, size_t bytes) {
+  uint32_t *buf = malloc(bytes), v;
+  assert_non_null(buf);
+  assert_ok(dao_tensor_read(t, buf, bytes));
+  v = buf[0];
+  free(buf);
+  return v;
+}
+
+static void exact_sequence(const char *config, uint64_t evictions, uint64_t fetches) {
+  const size_t S = 64 * KIB;
+  dao_tiered *pool;
+  dao_tensor *a, *b, *c;
+  dao_tiered_stats st;
+  assert_ok(dao_tiered_create(dao_place_sim(0), dao_place_cpu(), 2 * S, config, &pool));
+  assert_ok(dao_tensor_create(pool, S, &a));
+  assert_ok(dao_tensor_create(pool, S, &b));
+  assert_ok(dao_tensor_create(pool, S, &c));
+  assert_int_equal(state_of(a), DAO_TENSOR_UNINITIALIZED);
+  /* Everything is queued before the executor starts on it, so that it knows
+   * the whole future. */
+  gate_reset();
+  assert_ok(dao_kernel_submit(pool, k_gated, NULL, NULL, 0, NULL, 0));
+  assert_ok(dao_kernel_submit(pool, k_init, (void *)(uintptr_t)10, NULL, 0, &a, 1));
+  assert_ok(dao_kernel_submit(pool, k_init, (void *)(uintptr_t)20, NULL, 0, &b, 1));
+  assert_ok(dao_kernel_submit(pool, k_init, (void *)(uintptr_t)30, NULL, 0, &c, 1));
+  assert_ok(dao_kernel_submit(pool, k_inc, NULL, &a, 1, &a, 1));
+  assert_ok(dao_kernel_submit(pool, k_inc, NULL, &b, 1, &b, 1));
+  assert_ok(dao_kernel_submit(pool, k_inc, NULL, &c, 1, &c, 1));
+  gate_open();
+  assert_ok(dao_tiered_synchronize(pool));
+  st = get_stats(pool);
+  assert_int_equal(st.kernels_run, 7);
+  assert_int_equal(st.evictions, evictions);
+  assert_int_equal(st.bytes_evicted, evictions * S);
+  assert_int_equal(st.fetches, fetches);
+  assert_int_equal(st.bytes_fetched, fetches * S);
+  assert_int_equal(st.peak_device_bytes, 2 * S);
+  assert_int_equal(st.device_bytes, 2 * S);
+  assert_int_equal(state_of(a), DAO_TENSOR_ON_HOST);
+  assert_int_equal(state_of(b), DAO_TENSOR_ON_DEVICE);
+  assert_int_equal(state_of(c), DAO_TENSOR_ON_DEVICE);
+  assert_int_equal(read_word(a, S), 11);
+  assert_int_equal(read_word(b, S), 21);
+  assert_int_equal(read_word(c, S), 31);
+  assert_ok(dao_tiered_destroy(pool));
+}
+
+static void test_exact_belady(void **state) {
+  (void)state;
+  /* (after the gate kernel) init C: A is next used sooner than B -> B out;
+   * inc B: A never again, C next -> A out (copied: not released), B back. */
+  exact_sequence("policy=belady,prefetch=0", 2, 1);
+}
+
+static void test_exact_lru(void **state) {
+  (void)state;
+  /* init C: A out (least recent); inc A: B out, A back; inc B: C out, B back;
+   * inc C: A out, C back. */
+  exact_sequence("policy=lru,prefetch=0", 4, 3);
+}
+
+/* --- release --------------------------------------------------------------- */
+
+static void test_release_after_last_use(void **state) {
+  dao_tiered *pool;
+  dao_tensor *t, *u;
+  dao_tiered_stats st;
+  dao_status s;
+  (void)state;
+  gate_reset();
+  assert_ok(dao_tiered_create(dao_place_sim(0), dao_place_cpu(), MIB, NULL, &pool));
+  assert_ok(dao_tensor_create(pool, 64 * KIB, &t));
+  assert_ok(dao_tensor_create(pool, 128 * KIB, &u));
+  assert_ok(dao_kernel_submit(pool, k_gated, NULL, NULL, 0, &t, 1));
+  assert_ok(dao_kernel_submit(pool, k_inc, NULL, &t, 1, &u, 1));
+  assert_ok(dao_tensor_release(t));
+  gate_wait_entered();
+  /* the first kernel runs, the second is queued: t lives on */
+  st = get_stats(pool);
+  assert_int_equal(st.tensors_live, 2);
+  assert_int_equal(st.device_bytes, 64 * KIB);
+  assert_int_equal(state_of(u), DAO_TENSOR_UNINITIALIZED);
+  /* a released handle is refused */
+  assert_status(dao_tensor_release(t), DAO_ERR_INVALID_ARGUMENT);
+  assert_status(dao_kernel_submit(pool, k_inc, NULL, &t, 1, NULL, 0), DAO_ERR_INVALID_ARGUMENT);
+  {
+    dao_tensor_state ts;
+    uint32_t w = 0;
+    assert_status(dao_tensor_get_state(t, &ts), DAO_ERR_INVALID_ARGUMENT);
+    assert_status(dao_tensor_write(t, &w, 4), DAO_ERR_INVALID_ARGUMENT);
+  }
+  gate_open();
+  assert_ok(dao_tiered_synchronize(pool));
+  st = get_stats(pool);
+  assert_int_equal(st.kernels_run, 2);
+  assert_int_equal(st.tensors_live, 1);
+  assert_int_equal(st.device_bytes, 128 * KIB);
+  assert_int_equal(st.peak_device_bytes, 192 * KIB);
+  s = dao_tensor_release(u);
+  assert_ok(s);
+  assert_ok(dao_tiered_synchronize(pool));
+  st = get_stats(pool);
+  assert_int_equal(st.tensors_live, 0);
+  assert_int_equal(st.device_bytes, 0);
+  assert_ok(dao_tiered_destroy(pool));
+}
+
+/* A tensor released right after its last use is freed when that kernel has
+ * run even while later kernels are still queued. */
+static void test_release_frees_early(void **state) {
+  dao_tiered *pool;
+  dao_tensor *t, *u;
+  dao_tiered_stats st;
+  (void)state;
+  gate_reset();
+  assert_ok(dao_tiered_create(dao_place_sim(0), dao_place_cpu(), MIB, NULL, &pool));
+  assert_ok(dao_tensor_create(pool, 64 * KIB, &t));
+  assert_ok(dao_tensor_create(pool, 64 * KIB, &u));
+  assert_ok(dao_kernel_submit(pool, k_inc, NULL, NULL, 0, &t, 1));
+  assert_ok(dao_tensor_release(t));
+  assert_ok(dao_kernel_submit(pool, k_gated, NULL, NULL, 0, &u, 1));
+  gate_wait_entered();
+  st = get_stats(pool);
+  assert_int_equal(st.tensors_live, 1);
+  assert_int_equal(st.device_bytes, 64 * KIB);
+  gate_open();
+  assert_ok(dao_tiered_synchronize(pool));
+  assert_int_equal(read_word(u, 64 * KIB), 7);
+  assert_ok(dao_tiered_destroy(pool));
+}
+
+/* --- two submitting threads ------------------------------------------------ */
+
+#define THREAD_KERNELS 300
+
+typedef struct submitter {
+  dao_tiered *pool;
+  dao_tensor *own, *shared;
+  int failures;
+} submitter;
+
+static void *submit_loop(void *p) {
+  submitter *s = (submitter *)p;
+  int i;
+  for (i = 0; i < THREAD_KERNELS; ++i) {
+    dao_tensor *both[2];
+    both[0] = s->own;
+    both[1] = s->shared;
+    if (dao_kernel_submit(s->pool, k_inc, NULL, both, 2, both, 2) != DAO_OK) ++s->failures;
+  }
+  return NULL;
+}
+
+static void test_two_threads(void **state) {
+  const size_t S = 64 * KIB;
+  dao_tiered *pool;
+  dao_tensor *shared;
+  submitter subs[2];
+  pthread_t threads[2];
+  uint32_t zero[1] = {0};
+  uint32_t *buf = calloc(1, S);
+  int i;
+  (void)state;
+  (void)zero;
+  assert_non_null(buf);
+  assert_ok(dao_tiered_create(dao_place_sim(0), dao_place_cpu(), 2 * S, "policy=lru", &pool));
+  assert_ok(dao_tensor_create(pool, S, &shared));
+  assert_ok(dao_tensor_write(shared, buf, S));
+  for (i = 0; i < 2; ++i) {
+    subs[i].pool = pool;
+    subs[i].shared = shared;
+    subs[i].failures = 0;
+    assert_ok(dao_tensor_create(pool, S, &subs[i].own));
+    assert_ok(dao_tensor_write(subs[i].own, buf, S));
+  }
+  for (i = 0; i < 2; ++i) assert_int_equal(pthread_create(&threads[i], NULL, submit_loop, &subs[i]), 0);
+  for (i = 0; i < 2; ++i) assert_int_equal(pthread_join(threads[i], NULL), 0);
+  assert_ok(dao_tiered_synchronize(pool));
+  for (i = 0; i < 2; ++i) {
+    assert_int_equal(subs[i].failures, 0);
+    assert_int_equal(read_word(subs[i].own, S), THREAD_KERNELS);
+  }
+  assert_int_equal(read_word(shared, S), 2 * THREAD_KERNELS);
+  assert_int_equal(get_stats(pool).kernels_run, 2 * THREAD_KERNELS);
+  assert_ok(dao_tiered_destroy(pool));
+  free(buf);
+}
+
+/* --- writes and reads in kernel order --------------------------------------- */
+
+static dao_status k_slow_inc(void *user_data, void *const *inputs, size_t input_count,
+                             void *const *outputs, size_t output_count, dao_stream stream) {
+  struct timespec ts = {0, 20 * 1000 * 1000};
+  nanosleep(&ts, NULL);
+  return k_inc(user_data, inputs, input_count, outputs, output_count, stream);
+}
+
+static void test_write_read_order(void **state) {
+  const size_t S = 256 * KIB;
+  dao_tiered *pool;
+  dao_tensor *t, *other;
+  uint32_t *buf = calloc(1, S);
+  (void)state;
+  assert_non_null(buf);
+  assert_ok(dao_tiered_create(dao_place_sim(0), dao_place_cpu(), S, NULL, &pool));
+  assert_ok(dao_tensor_create(pool, S, &t));
+  assert_ok(dao_tensor_create(pool, S, &other));
+  assert_status(dao_tensor_read(t, buf, S), DAO_ERR_INVALID_STATE); /* never written */
+  buf[0] = 5;
+  assert_ok(dao_tensor_write(t, buf, S));
+  buf[0] = 999; /* reused at once */
+  assert_ok(dao_kernel_submit(pool, k_slow_inc, NULL, &t, 1, &t, 1));
+  assert_int_equal(read_word(t, S), 6); /* waits for the slow kernel */
+  assert_ok(dao_kernel_submit(pool, k_slow_inc, NULL, &t, 1, &t, 1));
+  buf[0] = 100;
+  assert_ok(dao_tensor_write(t, buf, S)); /* after the slow kernel */
+  assert_ok(dao_kernel_submit(pool, k_inc, NULL, &t, 1, &t, 1));
+  /* other evicts t (budget of one tensor) */
+  assert_ok(dao_kernel_submit(pool, k_init, (void *)(uintptr_t)3, NULL, 0, &other, 1));
+  assert_int_equal(read_word(t, S), 101);
+  assert_int_equal(read_word(other, S), 3);
+  buf[0] = 50;
+  assert_ok(dao_tensor_write(other, buf, S));
+  assert_int_equal(read_word(other, S), 50);
+  assert_ok(dao_tiered_synchronize(pool));
+  assert_ok(dao_tiered_destroy(pool));
+  free(buf);
+}
+
+/* --- bad input and failures -------------------------------------------------- */
+
+static dao_status k_fail(void *user_data, void *const *inputs, size_t input_count,
+                         void *const *outputs, size_t output_count, dao_stream stream) {
+  (void)user_data;
+  (void)inputs;
+  (void)input_count;
+  (void)outputs;
+  (void)output_count;
+  (void)stream;
+  return DAO_ERR_BACKEND;
+}
+
+static double zero_score(void *user_data, const dao_tensor_access_info *info) {
+  (void)user_data;
+  (void)info;
+  return 0;
+}
+
+static void test_bad_input(void **state) {
+  dao_tiered *pool, *other_pool, *p2;
+  dao_tensor *t, *big, *big2, *foreign;
+  dao_tiered_stats st;
+  uint32_t word = 0;
+  dao_tensor_state ts;
+  (void)state;
+  /* create */
+  assert_status(dao_tiered_create(dao_place_sim(0), dao_place_cpu(), MIB, NULL, NULL),
+                DAO_ERR_INVALID_ARGUMENT);
+  assert_status(dao_tiered_create(dao_place_sim(0), dao_place_cpu(), 0, NULL, &p2),
+                DAO_ERR_INVALID_ARGUMENT);
+  assert_status(dao_tiered_create(dao_place_cpu(), dao_place_cpu(), MIB, NULL, &p2),
+                DAO_ERR_INVALID_ARGUMENT);
+  assert_status(dao_tiered_create(dao_place_sim(0), dao_place_sim(1), MIB, NULL, &p2),
+                DAO_ERR_INVALID_ARGUMENT);
+  assert_failure_mentions(
+      dao_tiered_create(dao_place_sim(0), dao_place_cpu(), MIB, "bogus=1", &p2),
+      DAO_ERR_INVALID_ARGUMENT, "bogus");
+  assert_status(dao_tiered_create(dao_place_sim(0), dao_place_cpu(), MIB, "policy=mru", &p2),
+                DAO_ERR_INVALID_ARGUMENT);
+  assert_status(dao_tiered_create(dao_place_sim(0), dao_place_cpu(), MIB, "prefetch=-1", &p2),
+                DAO_ERR_INVALID_ARGUMENT);
+  assert_status(dao_tiered_create(dao_place_sim(0), dao_place_cpu(), MIB, "prefetch=x", &p2),
+                DAO_ERR_INVALID_ARGUMENT);
+  assert_status(
+      dao_tiered_create(dao_place_sim(0), dao_place_cpu(), MIB, "host_budget=lots", &p2),
+      DAO_ERR_INVALID_ARGUMENT);
+  assert_status(
+      dao_tiered_create(dao_place_sim(0), dao_place_cpu(), MIB, "link_bandwidth=fast", &p2),
+      DAO_ERR_INVALID_ARGUMENT);
+  assert_status(
+      dao_tiered_create(dao_place_sim(0), dao_place_cpu(), MIB, "link_bandwidth=0GB/s", &p2),
+      DAO_ERR_INVALID_ARGUMENT);
+  assert_status(dao_tiered_create(dao_place_sim(7), dao_place_cpu(), MIB, NULL, &p2),
+                DAO_ERR_NO_DEVICE);
+  assert_status(dao_tiered_create(dao_place_sim(1), dao_place_cpu(), 32 * MIB, NULL, &p2),
+                DAO_ERR_OUT_OF_MEMORY);
+  assert_ok(dao_tiered_create(dao_place_sim(1), dao_place_cpu(), MIB,
+                              "policy=size_aware,prefetch=0,host_budget=8MiB,"
+                              "link_bandwidth=25GiB/s",
+                              &p2));
+  assert_ok(dao_tiered_destroy(p2));
+
+  assert_ok(dao_tiered_create(dao_place_sim(0), dao_place_cpu(), MIB, "", &pool));
+  assert_ok(dao_tiered_create(dao_place_sim(0), dao_place_cpu(), MIB, NULL, &other_pool));
+  /* set_score_callback */
+  assert_status(dao_tiered_set_score_callback(pool, zero_score, NULL), DAO_ERR_INVALID_STATE);
+  assert_status(dao_tiered_set_score_callback(NULL, zero_score, NULL),
+                DAO_ERR_INVALID_ARGUMENT);
+  assert_status(dao_tiered_set_score_callback(pool, NULL, NULL), DAO_ERR_INVALID_ARGUMENT);
+  /* tensors */
+  assert_status(dao_tensor_create(NULL, 4, &t), DAO_ERR_INVALID_ARGUMENT);
+  assert_status(dao_tensor_create(pool, 4, NULL), DAO_ERR_INVALID_ARGUMENT);
+  assert_status(dao_tensor_create(pool, 0, &t), DAO_ERR_INVALID_ARGUMENT);
+  assert_status(dao_tensor_create(pool, 2 * MIB, &t), DAO_ERR_OUT_OF_MEMORY);
+  assert_ok(dao_tensor_create(pool, 4, &t));
+  assert_ok(dao_tensor_create(pool, 600 * KIB, &big));
+  assert_ok(dao_tensor_create(pool, 600 * KIB, &big2));
+  assert_ok(dao_tensor_create(other_pool, 4, &foreign));
+  assert_status(dao_tensor_write(NULL, &word, 4), DAO_ERR_INVALID_ARGUMENT);
+  assert_status(dao_tensor_write(t, NULL, 4), DAO_ERR_INVALID_ARGUMENT);
+  assert_status(dao_tensor_write(t, &word, 8), DAO_ERR_INVALID_ARGUMENT);
+  assert_status(dao_tensor_read(NULL, &word, 4), DAO_ERR_INVALID_ARGUMENT);
+  assert_status(dao_tensor_read(t, NULL, 4), DAO_ERR_INVALID_ARGUMENT);
+  assert_status(dao_tensor_read(t, &word, 4), DAO_ERR_INVALID_STATE);
+  assert_ok(dao_tensor_write(t, &word, 4));
+  assert_status(dao_tensor_read(t, &word, 2), DAO_ERR_INVALID_ARGUMENT);
+  assert_status(dao_tensor_get_state(NULL, &ts), DAO_ERR_INVALID_ARGUMENT);
+  assert_status(dao_tensor_get_state(t, NULL), DAO_ERR_INVALID_ARGUMENT);
+  assert_status(dao_tensor_release(NULL), DAO_ERR_INVALID_ARGUMENT);
+  /* a pool handle is not a tensor and the other way round */
+  assert_status(dao_tensor_release((dao_tensor *)(void *)pool), DAO_ERR_INVALID_ARGUMENT);
+  assert_status(dao_tiered_synchronize((dao_tiered *)(void *)t), DAO_ERR_INVALID_ARGUMENT);
+  /* submit */
+  assert_status(dao_kernel_submit(NULL, k_inc, NULL, &t, 1, &t, 1), DAO_ERR_INVALID_ARGUMENT);
+  assert_status(dao_kernel_submit(pool, NULL, NULL, &t, 1, &t, 1), DAO_ERR_INVALID_ARGUMENT);
+  assert_status(dao_kernel_submit(pool, k_inc, NULL, NULL, 1, &t, 1), DAO_ERR_INVALID_ARGUMENT);
+  assert_status(dao_kernel_submit(pool, k_inc, NULL, &t, 1, NULL, 1), DAO_ERR_INVALID_ARGUMENT);
+  {
+    dao_tensor *with_null[2];
+    with_null[0] = t;
+    with_null[1] = NULL;
+    assert_status(dao_kernel_submit(pool, k_inc, NULL, with_null, 2, NULL, 0),
+                  DAO_ERR_INVALID_ARGUMENT);
+  }
+  assert_failure_mentions(dao_kernel_submit(pool, k_inc, NULL, &foreign, 1, NULL, 0),
+                          DAO_ERR_INVALID_ARGUMENT, "another");
+  {
+    dao_tensor *two[2];
+    two[0] = big;
+    two[1] = big2;
+    assert_failure_mentions(dao_kernel_submit(pool, k_inc, NULL, two, 1, two + 1, 1),
+                            DAO_ERR_OUT_OF_MEMORY, "bytes");
+    /* the same tensor twice counts once */
+    assert_ok(dao_kernel_submit(pool, k_inc, NULL, two, 1, two, 1));
+  }
+  st = get_stats(pool);
+  assert_int_equal(st.kernels_submitted, 1);
+  /* stats */
+  assert_status(dao_tiered_get_stats(pool, NULL), DAO_ERR_INVALID_ARGUMENT);
+  st.struct_size = 8;
+  assert_status(dao_tiered_get_stats(pool, &st), DAO_ERR_INVALID_ARGUMENT);
+  assert_status(dao_tiered_get_stats(NULL, &st), DAO_ERR_INVALID_ARGUMENT);
+  /* release */
+  assert_ok(dao_tensor_release(big2));
+  assert_status(dao_tensor_release(big2), DAO_ERR_INVALID_ARGUMENT);
+  assert_status(dao_kernel_submit(pool, k_inc, NULL, &big2, 1, NULL, 0),
+                DAO_ERR_INVALID_ARGUMENT);
+  assert_status(dao_tensor_read(big2, &word, 4), DAO_ERR_INVALID_ARGUMENT);
+  assert_ok(dao_tiered_synchronize(pool));
+  assert_status(dao_tiered_synchronize(NULL), DAO_ERR_INVALID_ARGUMENT);
+  assert_status(dao_tiered_destroy(NULL), DAO_ERR_INVALID_ARGUMENT);
+  assert_ok(dao_tiered_destroy(other_pool));
+  assert_ok(dao_tiered_destroy(pool));
+
+  /* callback policy: must be set before the first submit */
+  assert_ok(dao_tiered_create(dao_place_sim(0), dao_place_cpu(), MIB, "policy=callback", &pool));
+  assert_ok(dao_tensor_create(pool, 4, &t));
+  assert_status(dao_kernel_submit(pool, k_inc, NULL, NULL, 0, &t, 1), DAO_ERR_INVALID_STATE);
+  assert_ok(dao_tiered_set_score_callback(pool, zero_score, NULL));
+  assert_ok(dao_kernel_submit(pool, k_inc, NULL, NULL, 0, &t, 1));
+  assert_status(dao_tiered_set_score_callback(pool, zero_score, NULL), DAO_ERR_INVALID_STATE);
+  assert_ok(dao_tiered_destroy(pool));
+}
+
+static void test_failing_kernel(void **state) {
+  dao_tiered *pool;
+  dao_tensor *t;
+  uint32_t word = 1;
+  dao_tiered_stats st;
+  (void)state;
+  assert_ok(dao_tiered_create(dao_place_sim(0), dao_place_cpu(), MIB, NULL, &pool));
+  assert_ok(dao_tensor_create(pool, 4, &t));
+  assert_ok(dao_tensor_write(t, &word, 4));
+  assert_ok(dao_kernel_submit(pool, k_inc, NULL, &t, 1, &t, 1));
+  assert_ok(dao_kernel_submit(pool, k_fail, NULL, &t, 1, &t, 1));
+  (void)dao_kernel_submit(pool, k_inc, NULL, &t, 1, &t, 1); /* may be refused already */
+  assert_failure_mentions(dao_tiered_synchronize(pool), DAO_ERR_INVALID_STATE, "kernel 2");
+  assert_failure_mentions(dao_tiered_synchronize(pool), DAO_ERR_INVALID_STATE,
+                          "returned");
+  st = get_stats(pool);
+  assert_int_equal(st.kernels_run, 2);
+  assert_status(dao_kernel_submit(pool, k_inc, NULL, &t, 1, &t, 1), DAO_ERR_INVALID_STATE);
+  assert_status(dao_tensor_write(t, &word, 4), DAO_ERR_INVALID_STATE);
+  assert_status(dao_tensor_read(t, &word, 4), DAO_ERR_INVALID_STATE);
+  assert_status(dao_tensor_create(pool, 4, &t), DAO_ERR_INVALID_STATE);
+  assert_ok(dao_tensor_release(t));
+  assert_ok(dao_tiered_destroy(pool));
+}
+
+static void test_host_tier_full(void **state) {
+  const size_t S = 128 * KIB;
+  dao_tiered *pool;
+  dao_tensor *a, *b, *c;
+  uint32_t word = 0;
+  static uint32_t src[128 * KIB / 4];
+  (void)state;
+  assert_ok(dao_tiered_create(dao_place_sim(0), dao_place_cpu(), 2 * S,
+                              "host_budget=64KiB,prefetch=0", &pool));
+  assert_ok(dao_tensor_create(pool, S, &a));
+  assert_ok(dao_tensor_create(pool, S, &b));
+  assert_ok(dao_tensor_create(pool, S, &c));
+  assert_status(dao_tensor_write(a, src, S), DAO_ERR_OUT_OF_MEMORY);
+  assert_ok(dao_kernel_submit(pool, k_init, (void *)(uintptr_t)1, NULL, 0, &a, 1));
+  assert_ok(dao_kernel_submit(pool, k_init, (void *)(uintptr_t)2, NULL, 0, &b, 1));
+  assert_ok(dao_kernel_submit(pool, k_init, (void *)(uintptr_t)3, NULL, 0, &c, 1));
+  assert_failure_mentions(dao_tiered_synchronize(pool), DAO_ERR_INVALID_STATE, "host tier");
+  assert_failure_mentions(dao_tiered_synchronize(pool), DAO_ERR_INVALID_STATE, "kernel 3");
+  /* nothing was lost: both tensors stay on the device */
+  assert_int_equal(state_of(a), DAO_TENSOR_ON_DEVICE);
+  assert_int_equal(state_of(b), DAO_TENSOR_ON_DEVICE);
+  assert_int_equal(state_of(c), DAO_TENSOR_UNINITIALIZED);
+  assert_int_equal(get_stats(pool).kernels_run, 2);
+  assert_int_equal(get_stats(pool).evictions, 0);
+  assert_status(dao_tensor_read(a, &word, 4), DAO_ERR_INVALID_ARGUMENT);
+  assert_ok(dao_tiered_destroy(pool));
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_exact_belady),
+      cmocka_unit_test(test_exact_lru),
+      cmocka_unit_test(test_release_after_last_use),
+      cmocka_unit_test(test_release_frees_early),
+      cmocka_unit_test(test_two_threads),
+      cmocka_unit_test(test_write_read_order),
+      cmocka_unit_test(test_bad_input),
+      cmocka_unit_test(test_failing_kernel),
+      cmocka_unit_test(test_host_tier_full),
+      cmocka_unit_test(test_random_program),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
