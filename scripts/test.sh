@@ -68,8 +68,8 @@ if [ "${DAO_TEST_SANITIZERS:-1}" != "0" ]; then
   cmake -S "$root" -B "$root/build-tsan" -DCMAKE_BUILD_TYPE=Debug -DDAO_WERROR="$werror" \
     -DDAO_SANITIZE=thread -DDAO_BUILD_BENCH=OFF -DDAO_BUILD_EXAMPLES=OFF \
     -DDAO_BUILD_TOOLS=OFF >/dev/null
-  tsan_tests="test_stress test_status test_stream"
-  [ -f "$root/tests/test_caching.c" ] && tsan_tests="$tsan_tests test_caching"
+  # Every test of code that runs on several threads.
+  tsan_tests="test_stress test_status test_stream test_caching test_recycle test_recycle_stress test_tiered"
   # shellcheck disable=SC2086
   cmake --build "$root/build-tsan" -j "$jobs" --target $tsan_tests
   run_ctest "$root/build-tsan" -R "^($(echo $tsan_tests | tr ' ' '|'))\$"
