@@ -39,6 +39,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_common.h"
+
 #ifndef DAO_BENCH_BUILD_TYPE
 #define DAO_BENCH_BUILD_TYPE ""
 #endif
@@ -94,35 +96,6 @@ static void usage(FILE *out, const char *prog) {
           "Exit status: 0 ok (timings never fail a run), 1 a row failed or a libdao pool\n"
           "allocated in steady state, 2 bad flags.\n",
           prog);
-}
-
-static void bad_flag(const char *prog, const char *fmt, ...) {
-  va_list ap;
-  fprintf(stderr, "%s: ", prog);
-  va_start(ap, fmt);
-  vfprintf(stderr, fmt, ap);
-  va_end(ap);
-  fprintf(stderr, "\nTry '%s --help'.\n", prog);
-  exit(2);
-}
-
-static uint64_t parse_count(const char *prog, const char *flag, const char *text, uint64_t lo,
-                            uint64_t hi) {
-  const char *s = text;
-  uint64_t v = 0;
-  if (*s == '\0') bad_flag(prog, "%s needs a number, got an empty string", flag);
-  for (; *s != '\0'; ++s) {
-    uint64_t digit;
-    if (*s < '0' || *s > '9') bad_flag(prog, "%s: '%s' is not a decimal number", flag, text);
-    digit = (uint64_t)(*s - '0');
-    if (v > (UINT64_MAX - digit) / 10) bad_flag(prog, "%s: '%s' is too large", flag, text);
-    v = v * 10 + digit;
-  }
-  if (v < lo || v > hi) {
-    bad_flag(prog, "%s: %s is out of range %llu..%llu", flag, text, (unsigned long long)lo,
-             (unsigned long long)hi);
-  }
-  return v;
 }
 
 static void parse_options(int argc, char **argv, options *o) {
@@ -644,22 +617,6 @@ static void summarise(row *r, const options *o) {
 
 /* ------------------------------------------------------------------------ */
 /* Output                                                                   */
-
-static const char *format_bytes(double bytes, char *buf, size_t len) {
-  static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  int u = 0;
-  while (bytes >= 1024.0 && u < 4) {
-    bytes /= 1024.0;
-    ++u;
-  }
-  snprintf(buf, len, bytes == (double)(uint64_t)bytes ? "%.0f %s" : "%.1f %s", bytes, units[u]);
-  return buf;
-}
-
-static int is_optimised_build_type(const char *t) {
-  return strcmp(t, "Release") == 0 || strcmp(t, "RelWithDebInfo") == 0 ||
-         strcmp(t, "MinSizeRel") == 0;
-}
 
 int main(int argc, char **argv) {
   enum { NROWS = 6 };

@@ -41,6 +41,8 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "bench_common.h"
+
 #ifndef DAO_BENCH_BUILD_TYPE
 #define DAO_BENCH_BUILD_TYPE ""
 #endif
@@ -76,15 +78,6 @@ static const unsigned budget_percent[] = {25, 50, 75};
 /* ------------------------------------------------------------------------ */
 /* Utilities                                                                */
 
-static void *xmalloc(size_t n) {
-  void *p = malloc(n != 0 ? n : 1);
-  if (p == NULL) {
-    fprintf(stderr, "bench_tiered: out of host memory (%zu bytes)\n", n);
-    exit(EXIT_ERROR);
-  }
-  return p;
-}
-
 static void *xrealloc(void *p, size_t n) {
   void *q = realloc(p, n != 0 ? n : 1);
   if (q == NULL) {
@@ -109,21 +102,6 @@ static uint64_t now_ns(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static const char *format_bytes(uint64_t bytes, char *buf, size_t len) {
-  static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double v = (double)bytes;
-  int u = 0;
-  while (v >= 1024.0 && u < 4) {
-    v /= 1024.0;
-    ++u;
-  }
-  if (v == (double)(uint64_t)v)
-    snprintf(buf, len, "%.0f %s", v, units[u]);
-  else
-    snprintf(buf, len, "%.2f %s", v, units[u]);
-  return buf;
 }
 
 static uint64_t mix64(uint64_t x) { /* splitmix64 finaliser */
@@ -167,16 +145,6 @@ static void usage(FILE *out, const char *prog) {
           "run), 1 an error or a wrong result, 2 bad flags, 77 nothing to run (no traces,\n"
           "or this libdao has no tiered pools).\n",
           prog, LINK_BANDWIDTH, DAO_TRACES_DIR);
-}
-
-static void bad_flag(const char *prog, const char *fmt, ...) {
-  va_list ap;
-  fprintf(stderr, "%s: ", prog);
-  va_start(ap, fmt);
-  vfprintf(stderr, fmt, ap);
-  va_end(ap);
-  fprintf(stderr, "\nTry '%s --help'.\n", prog);
-  exit(EXIT_BAD_FLAGS);
 }
 
 static void parse_options(int argc, char **argv, options *o) {
@@ -1103,11 +1071,6 @@ static int name_selected(const char *only, const char *name) {
 static int is_dir(const char *path) {
   struct stat sb;
   return stat(path, &sb) == 0 && S_ISDIR(sb.st_mode);
-}
-
-static int is_optimised_build_type(const char *b) {
-  return strcmp(b, "Release") == 0 || strcmp(b, "RelWithDebInfo") == 0 ||
-         strcmp(b, "MinSizeRel") == 0;
 }
 
 typedef struct trace_summary {

@@ -51,6 +51,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_common.h"
+
 #ifndef DAO_BENCH_BUILD_TYPE
 #define DAO_BENCH_BUILD_TYPE ""
 #endif
@@ -139,16 +141,6 @@ static void usage(FILE *out, const char *prog) {
           "2 bad flags, 77 nothing to run (the default traces directory is missing, or this\n"
           "libdao has no such strategy).\n",
           prog, (int)strlen(prog), "", DAO_TRACES_DIR);
-}
-
-static void bad_flag(const char *prog, const char *fmt, ...) {
-  va_list ap;
-  fprintf(stderr, "%s: ", prog);
-  va_start(ap, fmt);
-  vfprintf(stderr, fmt, ap);
-  va_end(ap);
-  fprintf(stderr, "\nTry '%s --help'.\n", prog);
-  exit(EXIT_BAD_FLAGS);
 }
 
 /* A decimal number; 0 on malformed text or overflow (callers reject 0). */
@@ -261,15 +253,6 @@ typedef struct trace {
   event *events; /* 2 * count, in replay order */
   uint64_t max_load;
 } trace;
-
-static void *xmalloc(size_t n) {
-  void *p = malloc(n != 0 ? n : 1);
-  if (p == NULL) {
-    fprintf(stderr, "bench_traces: out of host memory (%zu bytes)\n", n);
-    exit(EXIT_ERROR);
-  }
-  return p;
-}
 
 static char *xstrdup(const char *s) {
   size_t n = strlen(s) + 1;
@@ -934,26 +917,6 @@ static void stop_children(job *running, int nrunning) {
 
 /* ------------------------------------------------------------------------ */
 /* Output                                                                   */
-
-static const char *format_bytes(uint64_t bytes, char *buf, size_t len) {
-  static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double v = (double)bytes;
-  int u = 0;
-  while (v >= 1024.0 && u < 4) {
-    v /= 1024.0;
-    ++u;
-  }
-  if (v == (double)(uint64_t)v)
-    snprintf(buf, len, "%.0f %s", v, units[u]);
-  else
-    snprintf(buf, len, "%.2f %s", v, units[u]);
-  return buf;
-}
-
-static int is_optimised_build_type(const char *t) {
-  return strcmp(t, "Release") == 0 || strcmp(t, "RelWithDebInfo") == 0 ||
-         strcmp(t, "MinSizeRel") == 0;
-}
 
 /* Is the strategy known to this libdao? Checked on the CPU place (creating
    reserves nothing), so that this process never touches a SIM place. */
