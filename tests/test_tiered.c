@@ -393,6 +393,126 @@ static void test_exact_lru(void **state) {
   exact_sequence("policy=lru,prefetch=0", 4, 3);
 }
 
+/* --- compaction ------------------------------------------------------------ */
+
+/* Fills its output with words seed + i. */
+static dao_status k_fill(void *user_data, void *const *inputs, size_t input_count,
+                         void *const *outputs, size_t output_count, dao_stream stream) {
+  const size_t *spec = user_data; /* {seed, bytes} */
+  uint32_t *out;
+  size_t i;
+  (void)inputs;
+  (void)input_count;
+  (void)stream;
+  if (output_count != 1) return DAO_ERR_INTERNAL;
+  out = outputs[0];
+  for (i = 0; i < spec[1] / 4; ++i) out[i] = (uint32_t)(spec[0] + i);
+  return DAO_OK;
+}
+
+/* out[i] = a[i % na] + 3 * c[i % nc] (sizes in words in user_data). */
+static dao_status k_mix(void *user_data, void *const *inputs, size_t input_count,
+                        void *const *outputs, size_t output_count, dao_stream stream) {
+  const size_t *n = user_data; /* {na, nc, nout} */
+  const uint32_t *a, *c;
+  uint32_t *out;
+  size_t i;
+  (void)stream;
+  if (input_count != 2 || output_count != 1) return DAO_ERR_INTERNAL;
+  a = inputs[0];
+  c = inputs[1];
+  out = outputs[0];
+  for (i = 0; i < n[2]; ++i) out[i] = a[i % n[0]] + 3u * c[i % n[1]];
+  return DAO_OK;
+}
+
+/* Fills A, B, C, D (sizes[0..3]) in that order, so that they lie in that
+ * order from offset 0; releases those of `release_mask`; then runs a kernel
+ * over A and C writing E (e_bytes): A and C, pinned, split the free space.
+ * Reads A, C, E and the tensors kept of B, D into `out` (concatenated). */
+static dao_tiered_stats frag_run(size_t budget, const size_t sizes[4], unsigned release_mask,
+                                 size_t e_bytes, uint32_t *out) {
+  dao_tiered *pool;
+  dao_tensor *t[5];
+  size_t spec[5][2], n[3], i, at = 0;
+  dao_tiered_stats st;
+  assert_ok(dao_tiered_create(dao_place_sim(0), dao_place_cpu(), budget,
+                              "policy=belady,prefetch=0", &pool));
+  for (i = 0; i < 4; ++i) {
+    assert_ok(dao_tensor_create(pool, sizes[i], &t[i]));
+    spec[i][0] = 1000u * (i + 1);
+    spec[i][1] = sizes[i];
+    assert_ok(dao_kernel_submit(pool, k_fill, spec[i], NULL, 0, &t[i], 1));
+  }
+  for (i = 0; i < 4; ++i) {
+    if (release_mask & (1u << i)) assert_ok(dao_tensor_release(t[i]));
+  }
+  assert_ok(dao_tensor_create(pool, e_bytes, &t[4]));
+  n[0] = sizes[0] / 4;
+  n[1] = sizes[2] / 4;
+  n[2] = e_bytes / 4;
+  {
+    dao_tensor *in[2];
+    in[0] = t[0];
+    in[1] = t[2];
+    assert_ok(dao_kernel_submit(pool, k_mix, n, in, 2, &t[4], 1));
+  }
+  assert_ok(dao_tiered_synchronize(pool));
+  st = get_stats(pool);
+  assert_ok(dao_tensor_read(t[0], out + at, sizes[0]));
+  at += sizes[0] / 4;
+  assert_ok(dao_tensor_read(t[2], out + at, sizes[2]));
+  at += sizes[2] / 4;
+  assert_ok(dao_tensor_read(t[4], out + at, e_bytes));
+  at += e_bytes / 4;
+  for (i = 1; i < 4; i += 2) {
+    if (release_mask & (1u << i)) continue;
+    assert_ok(dao_tensor_read(t[i], out + at, sizes[i]));
+    at += sizes[i] / 4;
+  }
+  assert_ok(dao_tiered_destroy(pool));
+  return st;
+}
+
+static void check_frag(size_t budget, const size_t sizes[4], unsigned release_mask,
+                       size_t e_bytes, uint64_t evictions, uint64_t bytes_moved) {
+  const size_t total = (sizes[0] + sizes[1] + sizes[2] + sizes[3] + e_bytes) / 4;
+  uint32_t *got = calloc(total, 4), *want = calloc(total, 4);
+  dao_tiered_stats st;
+  assert_non_null(got);
+  assert_non_null(want);
+  st = frag_run(16 * budget, sizes, release_mask, e_bytes, want);
+  assert_int_equal(st.evictions, 0);
+  st = frag_run(budget, sizes, release_mask, e_bytes, got);
+  assert_memory_equal(got, want, total * 4);
+  assert_int_equal(st.kernels_run, 5);
+  assert_int_equal(st.evictions, evictions);
+  assert_int_equal(st.bytes_evicted + st.bytes_fetched, bytes_moved);
+  assert_true(st.peak_device_bytes <= budget);
+  free(got);
+  free(want);
+}
+
+static void test_compaction_evicts_only_what_is_needed(void **state) {
+  /* [A B C D] fill the budget; the kernel over A and C needs 2S for E: B and
+   * D go (2S copied out), A and C slide together; evicting everything would
+   * also copy A and C out and back (6S). */
+  const size_t S = 64 * KIB;
+  const size_t sizes[4] = {S, S, S, S};
+  (void)state;
+  check_frag(4 * S, sizes, 0, 2 * S, 2, 2 * S);
+}
+
+static void test_compaction_without_eviction(void **state) {
+  /* [A b C d] with b and d released: S free in two pieces around C; the
+   * kernel over A and C needs S for E: C slides down by S/4 (overlapping
+   * itself, so in chunks), nothing is copied to or from the host. */
+  const size_t S = 64 * KIB;
+  const size_t sizes[4] = {S, S / 4, 2 * S, 3 * S / 4};
+  (void)state;
+  check_frag(4 * S, sizes, 0xA, S, 0, 0);
+}
+
 /* --- release --------------------------------------------------------------- */
 
 static void test_release_after_last_use(void **state) {
@@ -763,6 +883,8 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_exact_belady),
       cmocka_unit_test(test_exact_lru),
+      cmocka_unit_test(test_compaction_evicts_only_what_is_needed),
+      cmocka_unit_test(test_compaction_without_eviction),
       cmocka_unit_test(test_release_after_last_use),
       cmocka_unit_test(test_release_frees_early),
       cmocka_unit_test(test_two_threads),

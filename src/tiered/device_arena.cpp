@@ -132,6 +132,22 @@ void device_arena::release(std::size_t offset) {
   if (first != last) merge_free(first, last);
 }
 
+std::vector<arena_move> device_arena::compact() {
+  std::vector<arena_move> moves;
+  std::vector<arena_block> packed;
+  packed.reserve(blocks_.size());
+  std::size_t at = 0;
+  for (const arena_block& b : blocks_) {
+    if (b.owner == nullptr) continue;
+    if (b.offset != at) moves.push_back(arena_move{b.owner, b.offset, at, b.size});
+    packed.push_back(arena_block{at, b.size, b.owner});
+    at += b.size;
+  }
+  if (at < capacity_) packed.push_back(arena_block{at, capacity_ - at, nullptr});
+  blocks_.swap(packed);
+  return moves;
+}
+
 std::size_t device_arena::free_bytes() const noexcept {
   std::size_t total = 0;
   for (const arena_block& b : blocks_)

@@ -39,6 +39,14 @@ struct arena_run {
   bool found = false;
 };
 
+// One tensor slid toward the start of the arena by compact().
+struct arena_move {
+  dao_tensor* owner = nullptr;
+  std::size_t from = 0;
+  std::size_t to = 0;  // to < from
+  std::size_t size = 0;
+};
+
 class device_arena {
  public:
   // `capacity` is rounded down to the granule.
@@ -74,6 +82,13 @@ class device_arena {
   // Frees every block of [first, last] (their tensors have been evicted) and
   // merges them with free neighbours; returns the index of the free block.
   std::size_t vacate(std::size_t first, std::size_t last);
+
+  // Slides every owned block toward offset 0 (keeping their order), so that
+  // the free space becomes one block at the end. Returns the moves in
+  // ascending address order: copying them in that order never writes over
+  // a source not yet copied (a move whose ranges overlap itself must be
+  // copied in ascending chunks of at most from - to bytes).
+  std::vector<arena_move> compact();
 
   // Bytes in free blocks.
   std::size_t free_bytes() const noexcept;

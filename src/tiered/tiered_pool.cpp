@@ -709,32 +709,105 @@ bool tiered_pool::make_resident(dao_tensor& t, std::uint64_t now,
   return true;
 }
 
-bool tiered_pool::flush_and_place(op& o) {
-  std::size_t host_need = 0;
-  std::vector<dao_tensor*> victims;
-  for (const arena_block& b : arena_.blocks()) {
-    if (b.owner == nullptr) continue;
-    victims.push_back(b.owner);
-    if (needs_copy(*b.owner) && b.owner->host == nullptr) host_need += b.owner->bytes;
+void tiered_pool::slide(std::size_t from, std::size_t to, std::size_t bytes) {
+  char* base = static_cast<char*>(device_base_);
+  const std::size_t gap = from - to;
+  for (std::size_t done = 0; done < bytes;) {
+    const std::size_t n = std::min(gap, bytes - done);
+    compute_->impl->copy(base + to + done, base + from + done, n);
+    done += n;
   }
-  if (!host_room_for(host_need, true, *o.distinct.front())) return false;
-  for (dao_tensor* v : victims) {
-    try {
-      evict(*v);
-    } catch (const error& e) {
-      for (dao_tensor* w : victims) {
-        if (!w->resident) arena_.release(w->offset);
-      }
-      fail(strprintf("the host tier could not take an evicted tensor: %s; the kernel was not "
-                     "run and no data was lost",
-                     e.what()));
-      return false;
+}
+
+bool tiered_pool::compact_and_place(op& o, std::uint64_t now,
+                                    std::unique_lock<std::mutex>& lock) {
+  std::size_t need = 0;
+  for (const dao_tensor* t : o.distinct) {
+    if (!t->resident) need += arena_round(t->bytes);
+  }
+  std::size_t room = arena_.free_bytes();
+  if (room < need) {
+    // The policy's choice, tensor by tensor: placement no longer matters.
+    struct candidate {
+      dao_tensor* t;
+      double score;
+      std::size_t copy_bytes;
+    };
+    std::vector<candidate> candidates;
+    std::vector<dao_tensor_access_info> info(1);
+    for (const arena_block& b : arena_.blocks()) {
+      dao_tensor* owner = b.owner;
+      if (owner == nullptr || owner->pinned) continue;
+      dao_tensor_access_info& i = info[0];
+      i = dao_tensor_access_info{};
+      i.struct_size = sizeof i;
+      i.tensor = owner;
+      i.bytes = owner->bytes;
+      i.now = now;
+      i.last_use = owner->last_use;
+      i.next_use = next_use(*owner);
+      i.queued_uses = owner->accesses.size() - owner->cursor;
+      i.dirty = owner->host_valid ? 0 : 1;
+      candidates.push_back(
+          candidate{owner, scorer_.run_score(info), needs_copy(*owner) ? owner->bytes : 0});
     }
+    std::stable_sort(candidates.begin(), candidates.end(),
+                     [](const candidate& x, const candidate& y) {
+                       if (x.score != y.score) return x.score > y.score;
+                       return x.copy_bytes < y.copy_bytes;
+                     });
+    std::vector<dao_tensor*> victims;
+    std::size_t host_need = 0;
+    for (const candidate& c : candidates) {
+      if (room >= need) break;
+      victims.push_back(c.t);
+      room += arena_round(c.t->bytes);
+      if (c.copy_bytes > 0 && c.t->host == nullptr) host_need += c.t->bytes;
+    }
+    if (room < need) return false;
+    if (!host_room_for(host_need, true, *o.distinct.front())) return false;
+    for (dao_tensor* v : victims) {
+      try {
+        evict(*v);
+      } catch (const error& e) {
+        // What was evicted is on the host; the rest stays on the device.
+        for (dao_tensor* w : victims) {
+          if (!w->resident) arena_.release(w->offset);
+        }
+        fail(strprintf("the host tier could not take an evicted tensor: %s; the kernel was not "
+                       "run and no data was lost",
+                       e.what()));
+        return false;
+      }
+    }
+    for (dao_tensor* v : victims) arena_.release(v->offset);
   }
-  if (!arena_.blocks().empty()) arena_.vacate(0, arena_.blocks().size() - 1);
+  // Nothing may still read or write the arena while tensors move: the
+  // evictions above (and earlier ones) read from where others will land,
+  // fetches and prefetches write into tensors that move.
+  {
+    unlocked u(lock);
+    d2h_->impl->synchronize();
+    h2d_->impl->synchronize();
+  }
+  d2h_unordered_ = false;
+  const std::vector<arena_move> moves = arena_.compact();
+  for (const arena_move& m : moves) {
+    slide(m.from, m.to, m.size);
+    m.owner->offset = m.to;
+  }
+  if (!moves.empty()) {
+    // Fetches below land where the moved tensors were; later evictions read
+    // where they are now.
+    unlocked u(lock);
+    compute_->impl->synchronize();
+  }
   for (dao_tensor* t : o.distinct) {
+    if (t->resident) continue;
     const long index = arena_.find_free(t->bytes);
-    if (index < 0) throw error(DAO_ERR_INTERNAL, "tiered pool: a kernel does not fit after flush");
+    if (index < 0) {
+      throw error(DAO_ERR_INTERNAL, "tiered pool: a kernel does not fit after compaction");
+    }
     t->offset = arena_.take(static_cast<std::size_t>(index), arena_round(t->bytes), t);
     t->resident = true;
     set_device_bytes(static_cast<std::int64_t>(t->bytes));
@@ -788,12 +861,17 @@ void tiered_pool::run_kernel(op& o, std::unique_lock<std::mutex>& lock) {
   try {
     for (dao_tensor* t : o.distinct) {
       if (t->resident) continue;
+      if (arena_.find_free(t->bytes) < 0 && arena_.free_bytes() >= arena_round(t->bytes)) {
+        // The free bytes suffice but are split: compact rather than evict.
+        placed = false;
+        break;
+      }
       if (!make_resident(*t, now, evictable, true)) {
         placed = false;
         break;
       }
     }
-    if (!placed && !failed_) placed = flush_and_place(o);
+    if (!placed && !failed_) placed = compact_and_place(o, now, lock);
   } catch (...) {
     unpin();
     throw;

@@ -147,9 +147,16 @@ class tiered_pool {
   bool host_room_for(std::size_t bytes, bool may_fail, const dao_tensor& t);
   void evict(dao_tensor& t);
   void fetch(dao_tensor& t);
-  // Evicts everything and places the kernel's tensors from offset 0 (when
-  // the resident tensors of the kernel fragment the budget).
-  bool flush_and_place(op& o);
+  // When the resident tensors (the kernel's own among them) split the free
+  // space so that no contiguous run fits: evicts, chosen by the policy one
+  // tensor at a time, only what the kernel's missing tensors still need in
+  // bytes, then slides every resident tensor toward offset 0 (device to
+  // device copies on the compute stream, after the copy streams drain) so
+  // that the free space is one block, and places the missing tensors there.
+  bool compact_and_place(op& o, std::uint64_t now, std::unique_lock<std::mutex>& lock);
+  // Copies `bytes` from `from` to `to` (to < from) inside the arena on the
+  // compute stream, in ascending chunks that never overlap.
+  void slide(std::size_t from, std::size_t to, std::size_t bytes);
   void prefetch_after(std::uint64_t now);
   void throttled_copy(stream_impl& s, void* dst, const void* src, std::size_t bytes);
   void* host_allocate(std::size_t bytes);
