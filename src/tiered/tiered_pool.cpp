@@ -643,34 +643,40 @@ void tiered_pool::fetch(dao_tensor& t) {
   stats_.bytes_fetched += t.bytes;
 }
 
+arena_run tiered_pool::best_run(std::size_t need, std::uint64_t now,
+                                const std::function<bool(const dao_tensor*)>& evictable) {
+  std::vector<dao_tensor_access_info> infos;
+  const auto& blocks = arena_.blocks();
+  return arena_.find_run(need, evictable, [&](arena_run& r) {
+    infos.clear();
+    for (std::size_t i = r.first; i <= r.last; ++i) {
+      const dao_tensor* owner = blocks[i].owner;
+      if (owner == nullptr) continue;
+      dao_tensor_access_info info{};
+      info.struct_size = sizeof info;
+      info.tensor = owner;
+      info.bytes = owner->bytes;
+      info.now = now;
+      info.last_use = owner->last_use;
+      info.next_use = next_use(*owner);
+      info.queued_uses = owner->accesses.size() - owner->cursor;
+      info.dirty = owner->host_valid ? 0 : 1;
+      infos.push_back(info);
+      r.evicted_bytes += owner->bytes;
+      if (needs_copy(*owner)) r.copy_bytes += owner->bytes;
+    }
+    r.score = scorer_.run_score(infos);
+  });
+}
+
 bool tiered_pool::make_resident(dao_tensor& t, std::uint64_t now,
                                 const std::function<bool(const dao_tensor*)>& evictable,
                                 bool may_fail) {
   const std::size_t need = arena_round(t.bytes);
   long index = arena_.find_free(need);
   if (index < 0) {
-    std::vector<dao_tensor_access_info> infos;
+    const arena_run run = best_run(need, now, evictable);
     const auto& blocks = arena_.blocks();
-    arena_run run = arena_.find_run(need, evictable, [&](arena_run& r) {
-      infos.clear();
-      for (std::size_t i = r.first; i <= r.last; ++i) {
-        const dao_tensor* owner = blocks[i].owner;
-        if (owner == nullptr) continue;
-        dao_tensor_access_info info{};
-        info.struct_size = sizeof info;
-        info.tensor = owner;
-        info.bytes = owner->bytes;
-        info.now = now;
-        info.last_use = owner->last_use;
-        info.next_use = next_use(*owner);
-        info.queued_uses = owner->accesses.size() - owner->cursor;
-        info.dirty = owner->host_valid ? 0 : 1;
-        infos.push_back(info);
-        r.evicted_bytes += owner->bytes;
-        if (needs_copy(*owner)) r.copy_bytes += owner->bytes;
-      }
-      r.score = scorer_.run_score(infos);
-    });
     if (!run.found) return false;
     // Host room for the copies first: all or nothing.
     std::size_t host_need = 0;
@@ -719,8 +725,10 @@ void tiered_pool::slide(std::size_t from, std::size_t to, std::size_t bytes) {
   }
 }
 
-bool tiered_pool::compact_and_place(op& o, std::uint64_t now,
-                                    std::unique_lock<std::mutex>& lock) {
+bool tiered_pool::compaction_victims(const op& o, std::uint64_t now,
+                                     std::vector<dao_tensor*>& victims, std::size_t& host_need) {
+  victims.clear();
+  host_need = 0;
   std::size_t need = 0;
   for (const dao_tensor* t : o.distinct) {
     if (!t->resident) need += arena_round(t->bytes);
@@ -756,8 +764,6 @@ bool tiered_pool::compact_and_place(op& o, std::uint64_t now,
                        if (x.score != y.score) return x.score > y.score;
                        return x.copy_bytes < y.copy_bytes;
                      });
-    std::vector<dao_tensor*> victims;
-    std::size_t host_need = 0;
     for (const candidate& c : candidates) {
       if (room >= need) break;
       victims.push_back(c.t);
@@ -765,6 +771,16 @@ bool tiered_pool::compact_and_place(op& o, std::uint64_t now,
       if (c.copy_bytes > 0 && c.t->host == nullptr) host_need += c.t->bytes;
     }
     if (room < need) return false;
+  }
+  return true;
+}
+
+bool tiered_pool::compact_and_place(op& o, std::uint64_t now,
+                                    std::unique_lock<std::mutex>& lock) {
+  std::vector<dao_tensor*> victims;
+  std::size_t host_need = 0;
+  if (!compaction_victims(o, now, victims, host_need)) return false;
+  if (!victims.empty()) {
     if (!host_room_for(host_need, true, *o.distinct.front())) return false;
     for (dao_tensor* v : victims) {
       try {
@@ -842,6 +858,48 @@ void tiered_pool::prefetch_after(std::uint64_t /*now*/) {
   }
 }
 
+namespace {
+// A byte moved device to device (compaction) is weighed as a quarter of a
+// byte moved over the host link; compaction is chosen over evicting a run
+// only when its weighed bytes are under half of the run's.
+constexpr double kD2dWeight = 0.25;
+constexpr double kCompactRatio = 0.5;
+}  // namespace
+
+bool tiered_pool::compaction_cheaper(const op& o, dao_tensor& t, std::uint64_t now,
+                                     const std::function<bool(const dao_tensor*)>& evictable) {
+  const arena_run run = best_run(arena_round(t.bytes), now, evictable);
+  if (!run.found) return false;  // compaction is the fallback anyway
+  double run_bytes = 0;
+  const auto& blocks = arena_.blocks();
+  for (std::size_t i = run.first; i <= run.last; ++i) {
+    const dao_tensor* owner = blocks[i].owner;
+    if (owner == nullptr) continue;
+    if (needs_copy(*owner)) run_bytes += static_cast<double>(owner->bytes);
+    if (next_use(*owner) != UINT64_MAX) run_bytes += static_cast<double>(owner->bytes);
+  }
+  if (run_bytes == 0) return false;
+  std::vector<dao_tensor*> victims;
+  std::size_t host_need = 0;
+  if (!compaction_victims(o, now, victims, host_need)) return false;
+  double compact_bytes = 0;
+  for (const dao_tensor* v : victims) {
+    if (needs_copy(*v)) compact_bytes += static_cast<double>(v->bytes);
+    if (next_use(*v) != UINT64_MAX) compact_bytes += static_cast<double>(v->bytes);
+  }
+  if (compact_bytes >= kCompactRatio * run_bytes) return false;
+  std::size_t cursor = 0;
+  double slid = 0;
+  for (const arena_block& b : blocks) {
+    if (b.owner == nullptr) continue;
+    if (std::find(victims.begin(), victims.end(), b.owner) != victims.end()) continue;
+    if (b.offset != cursor) slid += static_cast<double>(b.size);
+    cursor += b.size;
+  }
+  compact_bytes += kD2dWeight * slid;
+  return compact_bytes < kCompactRatio * run_bytes;
+}
+
 void tiered_pool::run_kernel(op& o, std::unique_lock<std::mutex>& lock) {
   const std::uint64_t now = o.t;
   for (dao_tensor* t : o.distinct) {
@@ -861,8 +919,12 @@ void tiered_pool::run_kernel(op& o, std::unique_lock<std::mutex>& lock) {
   try {
     for (dao_tensor* t : o.distinct) {
       if (t->resident) continue;
-      if (arena_.find_free(t->bytes) < 0 && arena_.free_bytes() >= arena_round(t->bytes)) {
-        // The free bytes suffice but are split: compact rather than evict.
+      if (arena_.find_free(t->bytes) < 0 &&
+          (arena_.free_bytes() >= arena_round(t->bytes) ||
+           compaction_cheaper(o, *t, now, evictable))) {
+        // The free bytes suffice but are split, or compaction (and evicting
+        // only the shortfall) moves clearly fewer bytes than evicting the
+        // best run: compact rather than evict.
         placed = false;
         break;
       }

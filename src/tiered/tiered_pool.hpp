@@ -144,6 +144,17 @@ class tiered_pool {
   // or (with `may_fail`) the host tier is full: then the pool has failed.
   bool make_resident(dao_tensor& t, std::uint64_t now,
                      const std::function<bool(const dao_tensor*)>& evictable, bool may_fail);
+  // The best run of blocks to evict for `need` bytes (see find_run).
+  arena_run best_run(std::size_t need, std::uint64_t now,
+                     const std::function<bool(const dao_tensor*)>& evictable);
+  // The tensors compact_and_place would evict (policy order) so that the
+  // kernel's missing tensors fit in the free bytes; false if they cannot.
+  bool compaction_victims(const op& o, std::uint64_t now, std::vector<dao_tensor*>& victims,
+                          std::size_t& host_need);
+  // Whether compacting moves clearly fewer bytes than evicting the best run
+  // for `t` (device to device bytes weighed lower than host transfers).
+  bool compaction_cheaper(const op& o, dao_tensor& t, std::uint64_t now,
+                          const std::function<bool(const dao_tensor*)>& evictable);
   bool host_room_for(std::size_t bytes, bool may_fail, const dao_tensor& t);
   void evict(dao_tensor& t);
   void fetch(dao_tensor& t);
