@@ -41,6 +41,30 @@ static inline uint64_t parse_count(const char *prog, const char *flag, const cha
   return v;
 }
 
+/* If argv[*i] is one of the `count` flags that take a value ("--flag V" or
+ * "--flag=V"), returns that flag and sets *value (advancing *i past a
+ * separate value); returns NULL for any other argument. */
+static inline const char *match_valued_flag(const char *prog, int argc, char **argv, int *i,
+                                            const char *const *valued, size_t count,
+                                            const char **value) {
+  const char *arg = argv[*i];
+  size_t f;
+  for (f = 0; f < count; ++f) {
+    size_t n = strlen(valued[f]);
+    if (strncmp(arg, valued[f], n) == 0 && (arg[n] == '\0' || arg[n] == '=')) {
+      if (arg[n] == '=') {
+        *value = arg + n + 1;
+      } else if (*i + 1 < argc) {
+        *value = argv[++*i];
+      } else {
+        bad_flag(prog, "%s needs a value", valued[f]);
+      }
+      return valued[f];
+    }
+  }
+  return NULL;
+}
+
 /* "512 B", "1.50 MiB", "64 GiB" into buf. */
 static inline const char *format_bytes(double bytes, char *buf, size_t len) {
   static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};

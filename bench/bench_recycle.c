@@ -110,7 +110,6 @@ static void parse_options(int argc, char **argv, options *o) {
   for (i = 1; i < argc; ++i) {
     const char *arg = argv[i];
     const char *value = NULL, *flag = NULL;
-    size_t f;
     if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
       usage(stdout, prog);
       exit(0);
@@ -120,20 +119,7 @@ static void parse_options(int argc, char **argv, options *o) {
       continue;
     }
     /* "--flag N" or "--flag=N". */
-    for (f = 0; f < sizeof valued / sizeof valued[0]; ++f) {
-      size_t n = strlen(valued[f]);
-      if (strncmp(arg, valued[f], n) == 0 && (arg[n] == '\0' || arg[n] == '=')) {
-        flag = valued[f];
-        if (arg[n] == '=') {
-          value = arg + n + 1;
-        } else if (i + 1 < argc) {
-          value = argv[++i];
-        } else {
-          bad_flag(prog, "%s needs a value", flag);
-        }
-        break;
-      }
-    }
+    flag = match_valued_flag(prog, argc, argv, &i, valued, sizeof valued / sizeof valued[0], &value);
     if (flag == NULL) bad_flag(prog, "unknown argument '%s'", arg);
     if (strcmp(flag, "--buffers") == 0) {
       o->buffers = parse_count(prog, flag, value, MAX_PAIRS, 1000000000000ull);

@@ -162,20 +162,9 @@ static void parse_options(int argc, char **argv, options *o) {
       continue;
     }
     static const char *const valued[] = {"--traces", "--only"};
-    const char *value = NULL, *flag = NULL;
-    for (size_t f = 0; f < sizeof valued / sizeof valued[0]; ++f) {
-      size_t n = strlen(valued[f]);
-      if (strncmp(arg, valued[f], n) == 0 && (arg[n] == '\0' || arg[n] == '=')) {
-        flag = valued[f];
-        if (arg[n] == '=')
-          value = arg + n + 1;
-        else if (i + 1 < argc)
-          value = argv[++i];
-        else
-          bad_flag(prog, "%s needs a value", flag);
-        break;
-      }
-    }
+    const char *value = NULL;
+    const char *flag =
+        match_valued_flag(prog, argc, argv, &i, valued, sizeof valued / sizeof valued[0], &value);
     if (flag == NULL) bad_flag(prog, "unknown argument '%s'", arg);
     if (*value == '\0') bad_flag(prog, "%s needs a value", flag);
     if (strcmp(flag, "--traces") == 0) {
