@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "dao_test.h"
+#include "dao_test_gate.h"
 
 #define KIB ((size_t)1 << 10)
 #define MIB ((size_t)1 << 20)
@@ -189,25 +190,13 @@ static int pattern(void *p, size_t n, unsigned seed, int check) {
 static void pattern_fill(void *p, size_t n, unsigned seed) { (void)pattern(p, n, seed, 0); }
 static int pattern_check(void *p, size_t n, unsigned seed) { return pattern(p, n, seed, 1); }
 
-/* A host function that blocks its stream until the test opens the gate, so
-   "work is pending" holds without depending on timing. */
-typedef struct gate {
-  pthread_mutex_t mutex;
-  pthread_cond_t changed;
-  int entered;
-  int open;
-} gate;
-
 /* Gates in use, so that the teardown of a failed test can open them (their
    host functions are still queued) before it destroys the streams. */
 static gate *live_gates[4];
 
 static void gate_init(gate *g) {
   size_t i;
-  assert_int_equal(pthread_mutex_init(&g->mutex, NULL), 0);
-  assert_int_equal(pthread_cond_init(&g->changed, NULL), 0);
-  g->entered = 0;
-  g->open = 0;
+  gate_setup(g);
   for (i = 0; i < sizeof live_gates / sizeof live_gates[0]; ++i)
     if (live_gates[i] == NULL) {
       live_gates[i] = g;
@@ -215,31 +204,9 @@ static void gate_init(gate *g) {
     }
 }
 
-static void gate_pass(gate *g) {
-  pthread_mutex_lock(&g->mutex);
-  g->entered = 1;
-  pthread_cond_broadcast(&g->changed);
-  while (!g->open) pthread_cond_wait(&g->changed, &g->mutex);
-  pthread_mutex_unlock(&g->mutex);
-}
-
-static void gate_wait_entered(gate *g) {
-  pthread_mutex_lock(&g->mutex);
-  while (!g->entered) pthread_cond_wait(&g->changed, &g->mutex);
-  pthread_mutex_unlock(&g->mutex);
-}
-
-static void gate_open(gate *g) {
-  pthread_mutex_lock(&g->mutex);
-  g->open = 1;
-  pthread_cond_broadcast(&g->changed);
-  pthread_mutex_unlock(&g->mutex);
-}
-
 static void gate_destroy(gate *g) {
   size_t i;
-  pthread_cond_destroy(&g->changed);
-  pthread_mutex_destroy(&g->mutex);
+  gate_teardown(g);
   for (i = 0; i < sizeof live_gates / sizeof live_gates[0]; ++i)
     if (live_gates[i] == g) live_gates[i] = NULL;
 }

@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "dao_test.h"
+#include "dao_test_gate.h"
 
 #define KIB ((size_t)1 << 10)
 
@@ -40,48 +41,8 @@ static void sleep_ms(int ms) {
   }
 }
 
-/* A host function that blocks its stream until the test opens the gate,
-   so "work is pending" can be checked without depending on timing. */
-typedef struct gate {
-  pthread_mutex_t mutex;
-  pthread_cond_t changed;
-  int entered;
-  int open;
-} gate;
-
-static void gate_init(gate *g) {
-  pthread_mutex_init(&g->mutex, NULL);
-  pthread_cond_init(&g->changed, NULL);
-  g->entered = 0;
-  g->open = 0;
-}
-
-static void gate_fn(void *user_data) {
-  gate *g = (gate *)user_data;
-  pthread_mutex_lock(&g->mutex);
-  g->entered = 1;
-  pthread_cond_broadcast(&g->changed);
-  while (!g->open) pthread_cond_wait(&g->changed, &g->mutex);
-  pthread_mutex_unlock(&g->mutex);
-}
-
-static void gate_wait_entered(gate *g) {
-  pthread_mutex_lock(&g->mutex);
-  while (!g->entered) pthread_cond_wait(&g->changed, &g->mutex);
-  pthread_mutex_unlock(&g->mutex);
-}
-
-static void gate_open(gate *g) {
-  pthread_mutex_lock(&g->mutex);
-  g->open = 1;
-  pthread_cond_broadcast(&g->changed);
-  pthread_mutex_unlock(&g->mutex);
-}
-
-static void gate_destroy(gate *g) {
-  pthread_cond_destroy(&g->changed);
-  pthread_mutex_destroy(&g->mutex);
-}
+static void gate_init(gate *g) { gate_setup(g); }
+static void gate_destroy(gate *g) { gate_teardown(g); }
 
 /* Sleeps 20 ms, then fills a buffer: a slow producer. */
 typedef struct slow_fill {
