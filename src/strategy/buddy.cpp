@@ -61,7 +61,7 @@ buddy_strategy::buddy_strategy(system_resource& upstream, const buddy_options& o
       top_order_(log2_exact(options.chunk_size) - log2_exact(options.min_block)) {
   std::fill(std::begin(free_heads_), std::end(free_heads_), kNone);
   try {
-    std::lock_guard<std::mutex> lock(mutex_);
+    std::lock_guard<fast_mutex> lock(mutex_);
     while (counters_.reserved_bytes < options_.initial_pool) {
       reserve_bookkeeping();
       grow(top_order_, false);
@@ -212,7 +212,7 @@ void buddy_strategy::grow(int order, bool may_release_idle) {
 void* buddy_strategy::allocate(std::size_t bytes, dao_stream) {
   if (bytes > options_.chunk_size) return allocate_large(bytes);
   const int order = order_for(bytes);
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::lock_guard<fast_mutex> lock(mutex_);
   std::uint64_t usable = nonempty_orders_ & ~((std::uint64_t(1) << order) - 1);
   if (usable == 0) {
     reserve_bookkeeping();
@@ -241,7 +241,7 @@ void* buddy_strategy::allocate(std::size_t bytes, dao_stream) {
 }
 
 void* buddy_strategy::allocate_large(std::size_t bytes) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::lock_guard<fast_mutex> lock(mutex_);
   auto over_cap = [&] {
     return options_.max_pool != 0 &&
            (bytes > options_.max_pool || counters_.reserved_bytes > options_.max_pool - bytes);
@@ -282,7 +282,7 @@ void* buddy_strategy::allocate_large(std::size_t bytes) {
 
 void buddy_strategy::deallocate(void* p) {
   const auto addr = reinterpret_cast<std::uintptr_t>(p);
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::lock_guard<fast_mutex> lock(mutex_);
   std::uint32_t index = by_address_.find(addr);
   if (index == pointer_map::npos) {
     auto it = large_.find(addr);
@@ -325,7 +325,7 @@ void buddy_strategy::deallocate(void* p) {
 
 std::size_t buddy_strategy::usable_size(const void* p) const {
   const auto addr = reinterpret_cast<std::uintptr_t>(p);
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::lock_guard<fast_mutex> lock(mutex_);
   std::uint32_t index = by_address_.find(addr);
   if (index != pointer_map::npos && !blocks_[index].free) return order_bytes(blocks_[index].order);
   auto it = large_.find(addr);
@@ -355,24 +355,24 @@ std::size_t buddy_strategy::release_free_chunks() {
 }
 
 std::size_t buddy_strategy::trim() {
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::lock_guard<fast_mutex> lock(mutex_);
   return release_free_chunks();
 }
 
 allocator_counters buddy_strategy::counters() const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::lock_guard<fast_mutex> lock(mutex_);
   allocator_counters c = counters_;
   c.largest_free_block = largest_free_block();
   return c;
 }
 
 void buddy_strategy::reset_peaks() {
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::lock_guard<fast_mutex> lock(mutex_);
   counters_.reset_peaks();
 }
 
 void buddy_strategy::reset_accumulated() {
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::lock_guard<fast_mutex> lock(mutex_);
   counters_.reset_accumulated();
 }
 

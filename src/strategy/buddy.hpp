@@ -19,6 +19,7 @@
 #include "core/config.hpp"
 #include "core/error.hpp"
 #include "strategy/strategy.hpp"
+#include "util/fast_mutex.hpp"
 #include "util/pointer_map.hpp"
 
 namespace dao::detail {
@@ -91,7 +92,7 @@ class buddy_strategy final : public strategy {
   buddy_options options_;
   int top_order_;  // order of a full chunk
 
-  mutable std::mutex mutex_;
+  mutable fast_mutex mutex_;
   std::vector<block> blocks_;
   std::vector<std::uint32_t> spare_records_;
   std::vector<chunk> chunks_;

@@ -105,6 +105,8 @@ std::string caching_strategy::effective_config() const {
 
 caching_strategy::caching_strategy(system_resource& upstream, const caching_options& options)
     : strategy(upstream), options_(options) {
+  grow_bookkeeping();
+  new_record();  // kScratch: a sink for links to no block, never a block
   if (options_.expandable_segments) granularity_ = upstream.map_granularity();
   if (granularity_ != 0) {
     // Addresses cost nothing: reserve several times the place's memory per
@@ -138,9 +140,9 @@ caching_strategy::~caching_strategy() {
 // --------------------------------------------------------- sizes and bins
 
 std::size_t caching_strategy::round_size(std::size_t bytes) const {
-  if (bytes <= kMinBlock) return kMinBlock;
   const unsigned divisions = options_.roundup_power2_divisions;
-  if (divisions > 1 && bytes > kMinBlock * divisions) {
+  if (divisions <= 1) return std::max(round_up(bytes, kMinBlock), kMinBlock);  // no branch on size
+  if (bytes > kMinBlock * divisions) {
     // Round up to the next of `divisions` steps between two powers of two.
     std::size_t floor2 = std::size_t(1) << (63 - __builtin_clzll(bytes));
     if (floor2 == bytes) return bytes;
@@ -157,15 +159,13 @@ std::size_t caching_strategy::segment_size(std::size_t rounded) const noexcept {
   return round_up(rounded, kRoundLarge);
 }
 
+// Bin (first level: power of two of the size in 512-byte units; second:
+// which 1/32 of it). Sizes under 32 units share first level 0, one unit per
+// bin. Without branches: the size of a request is random to the predictor.
 void caching_strategy::bin_of(std::size_t size, int& fl, int& sl) noexcept {
-  std::size_t units = size / kMinBlock;
-  if (units < kSecondLevels) {
-    fl = 0;
-    sl = static_cast<int>(units);
-    return;
-  }
-  int lg = 63 - __builtin_clzll(units);
-  fl = lg - 4;
+  const std::size_t units = size / kMinBlock;
+  const int lg = 63 - __builtin_clzll(units | kSecondLevels);  // >= 5
+  fl = (lg - 4) & -static_cast<int>(units >= kSecondLevels);
   sl = static_cast<int>((units >> (lg - 5)) & (kSecondLevels - 1));
 }
 
@@ -231,6 +231,8 @@ bool caching_strategy::is_split(const block& b) const noexcept {
   return !(b.expandable && b.next == kNone);
 }
 
+// The list links are updated without branches: a link to no block goes to
+// the scratch record instead (whether a bin is empty is a coin toss).
 void caching_strategy::bin_insert(std::uint32_t index) noexcept {
   block& b = blocks_[index];
   int fl, sl;
@@ -239,27 +241,28 @@ void caching_strategy::bin_insert(std::uint32_t index) noexcept {
   b.bin = static_cast<std::uint16_t>(fl * kSecondLevels + sl);
   b.bin_prev = kNone;
   b.bin_next = p.heads[fl][sl];
-  if (b.bin_next != kNone) blocks_[b.bin_next].bin_prev = index;
+  blocks_[or_scratch(b.bin_next)].bin_prev = index;
   p.heads[fl][sl] = index;
   p.second_level[fl] |= 1u << sl;
   p.first_level |= std::uint64_t(1) << fl;
   in_bin_[index] = 1;
-  if (is_split(b)) count_split(index, true);
+  if (is_split(b)) count_split(b, true);
 }
 
 void caching_strategy::bin_remove(std::uint32_t index) noexcept {
   block& b = blocks_[index];
   const int fl = b.bin / kSecondLevels, sl = b.bin % kSecondLevels;
   pool& p = pools_[b.pool];
-  if (b.bin_prev != kNone) blocks_[b.bin_prev].bin_next = b.bin_next;
-  else p.heads[fl][sl] = b.bin_next;
-  if (b.bin_next != kNone) blocks_[b.bin_next].bin_prev = b.bin_prev;
-  if (p.heads[fl][sl] == kNone) {
-    p.second_level[fl] &= ~(1u << sl);
-    if (p.second_level[fl] == 0) p.first_level &= ~(std::uint64_t(1) << fl);
-  }
+  std::uint32_t& head = p.heads[fl][sl];
+  const std::uint32_t first = 0u - static_cast<std::uint32_t>(b.bin_prev == kNone);  // all ones
+  head = (b.bin_next & first) | (head & ~first);
+  blocks_[or_scratch(b.bin_prev)].bin_next = b.bin_next;
+  blocks_[or_scratch(b.bin_next)].bin_prev = b.bin_prev;
+  // Clear the bitmaps' bits when the bin (and the first level) emptied.
+  p.second_level[fl] &= ~(static_cast<std::uint32_t>(head == kNone) << sl);
+  p.first_level &= ~(static_cast<std::uint64_t>(p.second_level[fl] == 0) << fl);
   in_bin_[index] = 0;
-  if (b.counted_split) count_split(index, false);
+  if (b.counted_split) count_split(b, false);
 }
 
 bool caching_strategy::fits(const block& b, std::size_t size) const noexcept {
@@ -385,9 +388,26 @@ std::uint32_t caching_strategy::add_segment(std::uint32_t pool_index, std::uintp
 std::uint32_t caching_strategy::new_segment(std::uint32_t pool_index, std::size_t size) {
   pools_[pool_index].segments.reserve(pools_[pool_index].segments.size() + 1);
   if (granularity_ != 0) {
-    std::size_t bytes = std::max(arena_size_, round_up(size, granularity_) + granularity_);
-    void* base = upstream().reserve_addresses(bytes);
-    return add_segment(pool_index, reinterpret_cast<std::uintptr_t>(base), bytes, true);
+    // Address space can be limited (ulimit -v, valgrind): settle for less,
+    // halving down to what the request needs.
+    const std::size_t needed = round_up(size, granularity_) + granularity_;
+    std::size_t bytes = std::max(arena_size_, needed);
+    void* base = nullptr;
+    while (true) {
+      try {
+        base = upstream().reserve_addresses(bytes);
+        break;
+      } catch (const out_of_memory&) {
+        if (bytes == needed) throw;
+        bytes = std::max(needed, round_up(bytes / 2, granularity_));
+      }
+    }
+    try {
+      return add_segment(pool_index, reinterpret_cast<std::uintptr_t>(base), bytes, true);
+    } catch (...) {
+      upstream().release_addresses(base, bytes);
+      throw;
+    }
   }
   collect_garbage(kNone);
   std::size_t wanted = segment_size(size);
@@ -699,14 +719,14 @@ std::uint32_t caching_strategy::carve(std::uint32_t index, std::size_t size) {
 
 void* caching_strategy::allocate(std::size_t bytes, dao_stream stream) {
   if (bytes > (SIZE_MAX >> 2)) {
-    std::lock_guard<std::mutex> lock(mutex_);
+    std::lock_guard<fast_mutex> lock(mutex_);
     ++counters_.failed_alloc_count;
     throw oom(bytes, "no place can hold it");
   }
   if (stream != nullptr) check_stream_place(stream, "dao_allocator_alloc");
   const std::size_t size = round_size(bytes);
   const bool small = size <= kSmallSize;
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::lock_guard<fast_mutex> lock(mutex_);
   reserve_bookkeeping();
   if (!pending_.empty()) process_events(false);
   const std::uint32_t pi = pool_for(stream, small);
@@ -717,18 +737,20 @@ void* caching_strategy::allocate(std::size_t bytes, dao_stream stream) {
   b.st = state::allocated;
   b.requested = bytes;
   live_.insert(b.addr, index);
-  count(DAO_STAT_ALLOCATED_BYTES, small, static_cast<std::int64_t>(b.size));
-  count(DAO_STAT_ALLOCATED_BLOCKS, small, 1);
-  count(DAO_STAT_ACTIVE_BYTES, small, static_cast<std::int64_t>(b.size));
-  count(DAO_STAT_ACTIVE_BLOCKS, small, 1);
-  count(DAO_STAT_REQUESTED_BYTES, small, static_cast<std::int64_t>(bytes));
+  count_up(DAO_STAT_ALLOCATED_BYTES, small, static_cast<std::int64_t>(b.size));
+  count_up(DAO_STAT_ALLOCATED_BLOCKS, small, 1);
+  count_up(DAO_STAT_REQUESTED_BYTES, small, static_cast<std::int64_t>(bytes));
+  if (active_tracked_) {
+    count_up(DAO_STAT_ACTIVE_BYTES, small, static_cast<std::int64_t>(b.size));
+    count_up(DAO_STAT_ACTIVE_BLOCKS, small, 1);
+  }
   ++counters_.alloc_count;
   return reinterpret_cast<void*>(b.addr);
 }
 
 void caching_strategy::deallocate(void* p) {
   const auto addr = reinterpret_cast<std::uintptr_t>(p);
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::lock_guard<fast_mutex> lock(mutex_);
   const std::uint32_t index = live_.take(addr);
   if (index == pointer_map::npos) {
     throw invalid_pointer(strprintf(
@@ -760,9 +782,10 @@ void caching_strategy::deallocate(void* p) {
     live_.insert(addr, index);  // the slot it left is free: cannot fail
     throw;
   }
-  count(DAO_STAT_ALLOCATED_BYTES, small, -static_cast<std::int64_t>(b.size));
-  count(DAO_STAT_ALLOCATED_BLOCKS, small, -1);
-  count(DAO_STAT_REQUESTED_BYTES, small, -static_cast<std::int64_t>(b.requested));
+  if (queued > 0) track_active();  // before allocated and active part
+  count_down(DAO_STAT_ALLOCATED_BYTES, small, static_cast<std::int64_t>(b.size));
+  count_down(DAO_STAT_ALLOCATED_BLOCKS, small, 1);
+  count_down(DAO_STAT_REQUESTED_BYTES, small, static_cast<std::int64_t>(b.requested));
   ++counters_.free_count;
   b.requested = 0;
   if (b.has_uses) {
@@ -781,8 +804,10 @@ void caching_strategy::deallocate(void* p) {
 void caching_strategy::free_block(std::uint32_t index) noexcept {
   block& b = blocks_[index];
   const bool small = b.size <= kSmallSize;
-  count(DAO_STAT_ACTIVE_BYTES, small, -static_cast<std::int64_t>(b.size));
-  count(DAO_STAT_ACTIVE_BLOCKS, small, -1);
+  if (active_tracked_) {
+    count_down(DAO_STAT_ACTIVE_BYTES, small, static_cast<std::int64_t>(b.size));
+    count_down(DAO_STAT_ACTIVE_BLOCKS, small, 1);
+  }
   b.st = state::free;
   segment& seg = segments_[b.segment];
   const std::uint32_t before = b.prev;
@@ -830,7 +855,7 @@ void caching_strategy::process_events(bool wait) {
 }
 
 void caching_strategy::record_stream(void* p, dao_stream stream) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::lock_guard<fast_mutex> lock(mutex_);
   const std::uint32_t index = live_.find(reinterpret_cast<std::uintptr_t>(p));
   if (index == pointer_map::npos) {
     throw invalid_pointer(strprintf("caching allocator on %s: pointer %p is not a live allocation",
@@ -856,7 +881,7 @@ void caching_strategy::check_stream_place(dao_stream stream, const char* functio
 }
 
 std::size_t caching_strategy::usable_size(const void* p) const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::lock_guard<fast_mutex> lock(mutex_);
   const std::uint32_t index = live_.find(reinterpret_cast<std::uintptr_t>(p));
   if (index == pointer_map::npos) {
     throw invalid_pointer(strprintf("caching allocator on %s: pointer %p is not a live allocation",
@@ -866,7 +891,7 @@ std::size_t caching_strategy::usable_size(const void* p) const {
 }
 
 std::size_t caching_strategy::trim() {
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::lock_guard<fast_mutex> lock(mutex_);
   process_events(true);
   return release_cached();
 }
@@ -902,17 +927,21 @@ out_of_memory caching_strategy::oom(std::size_t bytes, const char* why) const {
 
 // ------------------------------------------------------------- statistics
 
-void caching_strategy::count_split(std::uint32_t index, bool add) noexcept {
-  block& b = blocks_[index];
+void caching_strategy::count_split(block& b, bool add) noexcept {
   const bool small = b.size <= kSmallSize;  // blocks count by size, segments by pool
   const auto bytes = static_cast<std::int64_t>(b.size);
-  count(DAO_STAT_INACTIVE_SPLIT_BYTES, small, add ? bytes : -bytes);
-  count(DAO_STAT_INACTIVE_SPLIT_BLOCKS, small, add ? 1 : -1);
+  if (add) {
+    count_up(DAO_STAT_INACTIVE_SPLIT_BYTES, small, bytes);
+    count_up(DAO_STAT_INACTIVE_SPLIT_BLOCKS, small, 1);
+  } else {
+    count_down(DAO_STAT_INACTIVE_SPLIT_BYTES, small, bytes);
+    count_down(DAO_STAT_INACTIVE_SPLIT_BLOCKS, small, 1);
+  }
   b.counted_split = add;
 }
 
 allocator_counters caching_strategy::counters() const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::lock_guard<fast_mutex> lock(mutex_);
   allocator_counters c = counters_;
   c.allocated_bytes_stat = stats_[DAO_STAT_ALLOCATED_BYTES][DAO_STAT_POOL_ALL];
   c.allocated_blocks_stat = stats_[DAO_STAT_ALLOCATED_BLOCKS][DAO_STAT_POOL_ALL];
@@ -947,28 +976,41 @@ std::size_t caching_strategy::largest_free_block() const noexcept {
   return largest;
 }
 
+// From the first deferred free on, active blocks are counted apart from
+// allocated ones; until then both statistics are the same in every field.
+void caching_strategy::track_active() noexcept {
+  if (active_tracked_) return;
+  for (int pool_kind = 0; pool_kind < DAO_STAT_POOL_COUNT; ++pool_kind) {
+    stats_[DAO_STAT_ACTIVE_BYTES][pool_kind] = stats_[DAO_STAT_ALLOCATED_BYTES][pool_kind];
+    stats_[DAO_STAT_ACTIVE_BLOCKS][pool_kind] = stats_[DAO_STAT_ALLOCATED_BLOCKS][pool_kind];
+  }
+  active_tracked_ = true;
+}
+
 bool caching_strategy::stat(int metric, int pool_kind, dao_stat& out) const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::lock_guard<fast_mutex> lock(mutex_);
+  if (!active_tracked_ && metric == DAO_STAT_ACTIVE_BYTES) metric = DAO_STAT_ALLOCATED_BYTES;
+  if (!active_tracked_ && metric == DAO_STAT_ACTIVE_BLOCKS) metric = DAO_STAT_ALLOCATED_BLOCKS;
   const stat_value& s = stats_[metric][pool_kind];
   out = dao_stat{s.current, s.peak, s.allocated, s.freed};
   return true;
 }
 
 void caching_strategy::reset_peaks() {
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::lock_guard<fast_mutex> lock(mutex_);
   for (auto& row : stats_)
     for (stat_value& s : row) s.reset_peak();
 }
 
 void caching_strategy::reset_accumulated() {
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::lock_guard<fast_mutex> lock(mutex_);
   for (auto& row : stats_)
     for (stat_value& s : row) s.reset_accumulated();
   counters_.reset_accumulated();
 }
 
 std::unique_ptr<dao_snapshot> caching_strategy::snapshot() const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::lock_guard<fast_mutex> lock(mutex_);
   auto snap = std::make_unique<dao_snapshot>();
   std::vector<std::uint32_t> order;
   for (std::uint32_t i = 0; i < segments_.size(); ++i)

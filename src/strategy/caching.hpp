@@ -34,6 +34,7 @@
 #include "core/error.hpp"
 #include "resource/stream.hpp"
 #include "strategy/strategy.hpp"
+#include "util/fast_mutex.hpp"
 #include "util/pointer_map.hpp"
 
 namespace dao::detail {
@@ -73,6 +74,12 @@ class caching_strategy final : public strategy {
 
  private:
   static constexpr std::uint32_t kNone = UINT32_MAX;
+  static constexpr std::uint32_t kScratch = 0;  // record written instead of kNone's
+  static_assert(kNone == UINT32_MAX && kScratch == 0, "or_scratch() relies on both");
+  // `index`, or kScratch when it is kNone, without a branch.
+  static std::uint32_t or_scratch(std::uint32_t index) noexcept {
+    return index & (0u - static_cast<std::uint32_t>(index != kNone));
+  }
   static constexpr int kFirstLevels = 52;
   static constexpr int kSecondLevels = 32;
 
@@ -170,18 +177,24 @@ class caching_strategy final : public strategy {
   void check_stream_place(dao_stream stream, const char* function) const;
 
   // statistics
-  // Adds `delta` to a metric of the pool (small or large) and of the whole.
-  void count(int metric, bool small, std::int64_t delta) noexcept {
+  // Adds `amount` to (or takes it from) a metric of the pool (small or
+  // large) and of the whole.
+  void count_up(int metric, bool small, std::int64_t amount) noexcept {
     stat_value* row = stats_[metric];
-    if (delta >= 0) {
-      row[DAO_STAT_POOL_ALL].up(delta);
-      row[small ? DAO_STAT_POOL_SMALL : DAO_STAT_POOL_LARGE].up(delta);
-    } else {
-      row[DAO_STAT_POOL_ALL].down(-delta);
-      row[small ? DAO_STAT_POOL_SMALL : DAO_STAT_POOL_LARGE].down(-delta);
-    }
+    row[DAO_STAT_POOL_ALL].up(amount);
+    row[small ? DAO_STAT_POOL_SMALL : DAO_STAT_POOL_LARGE].up(amount);
   }
-  void count_split(std::uint32_t index, bool add) noexcept;
+  void count_down(int metric, bool small, std::int64_t amount) noexcept {
+    stat_value* row = stats_[metric];
+    row[DAO_STAT_POOL_ALL].down(amount);
+    row[small ? DAO_STAT_POOL_SMALL : DAO_STAT_POOL_LARGE].down(amount);
+  }
+  void count(int metric, bool small, std::int64_t delta) noexcept {
+    if (delta >= 0) count_up(metric, small, delta);
+    else count_down(metric, small, -delta);
+  }
+  void track_active() noexcept;
+  void count_split(block& b, bool add) noexcept;
   bool is_split(const block& b) const noexcept;
 
   caching_options options_;
@@ -189,7 +202,7 @@ class caching_strategy final : public strategy {
   std::size_t arena_size_ = 0;   // addresses reserved per expandable segment
   bool exact_mapping_ = false;   // under pressure: map no more than needed
 
-  mutable std::mutex mutex_;
+  mutable fast_mutex mutex_;
   std::vector<block> blocks_;
   std::vector<std::uint32_t> spare_records_;
   // Whether each record is a free block in a bin: one byte per record, so
@@ -205,6 +218,10 @@ class caching_strategy final : public strategy {
   std::deque<pending_free> pending_;
   std::vector<std::unique_ptr<event_impl>> spare_events_;
   stat_value stats_[DAO_STAT_METRIC_COUNT][DAO_STAT_POOL_COUNT];
+  // Active blocks are the allocated ones until a free is deferred
+  // (record_stream): until then the active statistics are not kept apart,
+  // which saves the hot paths four updates.
+  bool active_tracked_ = false;
   allocator_counters counters_;  // counts and the summary of stats_
 };
 
