@@ -1553,7 +1553,9 @@ static void assert_mentions_all(const char *msg, const char *const *needles, siz
 /* Cached memory that the request cannot use (another stream's blocks, or
    the small pool's segments) is given back and the request retried. */
 static void ladder_releases_cache(void **state) {
-  static const char *const configs[] = {NULL, "expandable_segments=false"};
+  /* reserve_headroom=none: with it the cache would go before the device is
+     full (reserve_headroom below), and the ladder would not be needed */
+  static const char *const configs[] = {"reserve_headroom=none", "expandable_segments=false"};
   size_t c;
   int other_stream;
   (void)state;
@@ -1610,7 +1612,7 @@ static void ladder_releases_cache(void **state) {
    and maps the request at its end; classic segments cannot, and report the
    largest free block. */
 static void ladder_reuses_holes(void **state) {
-  static const char *const configs[] = {NULL, "expandable_segments=false"};
+  static const char *const configs[] = {"reserve_headroom=none", "expandable_segments=false"};
   size_t c;
   (void)state;
   for (c = 0; c < 2; ++c) {
@@ -2640,8 +2642,8 @@ static void reserve_slack(void **state) {
   assert_ok(dao_allocator_free(a, y));
   assert_ok(dao_allocator_free(a, z));
   destroy(a);
-  /* without it the hole stays cached */
-  a = make(big_place(), NULL);
+  /* without it (and without reserve_headroom) the hole stays cached */
+  a = make(big_place(), "reserve_headroom=none");
   x = alloc_ok(a, 3 * MIB, NULL);
   y = alloc_ok(a, MIB, NULL);
   assert_ok(dao_allocator_free(a, x));
@@ -2657,6 +2659,48 @@ static void reserve_slack(void **state) {
   destroy(a);
   assert_failure_mentions(dao_allocator_create(big_place(), "caching", "reserve_slack=abc", &a),
                           DAO_ERR_INVALID_ARGUMENT, "reserve_slack");
+}
+
+/* reserve_headroom (default 0.1): reserved memory stays within 1.1 times
+   the peak of allocated memory; past it, cached pages go before more are
+   mapped, starting with the end of the block about to be carved. */
+static void reserve_headroom(void **state) {
+  dao_allocator *a = make(big_place(), NULL);
+  const char *config = NULL;
+  void *blocks[16], *big;
+  int i;
+  (void)state;
+  assert_ok(dao_allocator_info(a, NULL, NULL, &config));
+  assert_non_null(strstr(config, "reserve_headroom=0.1"));
+  /* peak 16 MiB in use; then every other block freed: 8 MiB of holes */
+  for (i = 0; i < 16; ++i) {
+    blocks[i] = alloc_ok(a, MIB, NULL);
+    dao_test_fill(blocks[i], MIB, (unsigned)i);
+  }
+  for (i = 0; i < 16; i += 2) assert_ok(dao_allocator_free(a, blocks[i]));
+  assert_true(reserved_now(a) >= (int64_t)(16 * MIB));
+  /* 8 MiB fits no hole: without the headroom reserved would reach 24 MiB */
+  big = alloc_ok(a, 8 * MIB, NULL);
+  pattern_fill(big, 8 * MIB, 3);
+  assert_true(reserved_now(a) <= (int64_t)(16 * MIB + 16 * MIB / 10 + 2 * page_size()));
+  for (i = 1; i < 16; i += 2) assert_true(dao_test_check(blocks[i], MIB, (unsigned)i));
+  assert_true(pattern_check(big, 8 * MIB, 3));
+  for (i = 1; i < 16; i += 2) assert_ok(dao_allocator_free(a, blocks[i]));
+  assert_ok(dao_allocator_free(a, big));
+  destroy(a);
+  /* reserve_headroom=none: the holes stay cached */
+  a = make(big_place(), "reserve_headroom=none");
+  for (i = 0; i < 16; ++i) blocks[i] = alloc_ok(a, MIB, NULL);
+  for (i = 0; i < 16; i += 2) assert_ok(dao_allocator_free(a, blocks[i]));
+  big = alloc_ok(a, 8 * MIB, NULL);
+  assert_true(reserved_now(a) >= (int64_t)(24 * MIB));
+  for (i = 1; i < 16; i += 2) assert_ok(dao_allocator_free(a, blocks[i]));
+  assert_ok(dao_allocator_free(a, big));
+  destroy(a);
+  assert_failure_mentions(dao_allocator_create(big_place(), "caching", "reserve_headroom=-1", &a),
+                          DAO_ERR_INVALID_ARGUMENT, "reserve_headroom");
+  assert_failure_mentions(dao_allocator_create(big_place(), "caching", "reserve_headroom=x", &a),
+                          DAO_ERR_INVALID_ARGUMENT, "reserve_headroom");
 }
 
 /* ------------------------------------------------------------------------
@@ -2802,6 +2846,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test_setup_teardown(garbage_collection_classic, baseline, cleanup),
         cmocka_unit_test_setup_teardown(garbage_collection_expandable, baseline, cleanup),
         cmocka_unit_test_setup_teardown(reserve_slack, baseline, cleanup),
+        cmocka_unit_test_setup_teardown(reserve_headroom, baseline, cleanup),
         cmocka_unit_test_setup_teardown(caching_keeps_memory, baseline, cleanup),
         cmocka_unit_test(limited_address_space),
     };

@@ -40,6 +40,10 @@
  *     place's capacity; `max_pool` (default 0 = none): at most this many bytes.
  *   - `expandable_segments` (default true): use expandable segments where
  *     the place can map memory.
+ *   - `reserve_headroom` (default 0.1, or none): with expandable segments,
+ *     give cached pages back before reserved memory grows past the peak of
+ *     allocated memory by more than this fraction; it widens by itself when
+ *     that makes the allocator unmap and map again often.
  *   - `reserve_slack` (default none): with expandable segments, give cached
  *     pages back before reserved memory grows past the memory in use by more
  *     than this fraction (a lower peak for more system calls).

@@ -18,11 +18,26 @@ constexpr std::size_t kLargeBuffer = std::size_t(20) << 20; // 1-10 MiB segments
 constexpr std::size_t kMinLargeAlloc = std::size_t(10) << 20;
 constexpr std::size_t kRoundLarge = std::size_t(2) << 20;
 constexpr std::size_t kMaxArena = std::size_t(1) << 40;     // addresses per segment
+constexpr double kHeadroomStep = 0.05;  // reserve_headroom widens by this under churn
+constexpr double kMaxHeadroom = 1.0;    // and up to this
+constexpr std::uint64_t kChurnEvents = 256;  // releases that first widen it
+constexpr std::uint64_t kChurnRatio = 1024;  // and at least one per this many allocations
 
 std::size_t round_up(std::size_t x, std::size_t unit) noexcept { return (x + unit - 1) / unit * unit; }
 std::size_t round_down(std::size_t x, std::size_t unit) noexcept { return x / unit * unit; }
 
 bool is_power_of_two(std::size_t x) noexcept { return x != 0 && (x & (x - 1)) == 0; }
+
+// "none" (-1) or a fraction from 0 to 1000.
+double parse_fraction_or_none(const std::string& text, const char* key, const char* ctx) {
+  if (text == "none") return -1;
+  char* end = nullptr;
+  const double x = std::strtod(text.c_str(), &end);
+  if (end == text.c_str() || *end != '\0' || !(x >= 0 && x <= 1000))
+    throw invalid_argument(
+        strprintf("%s: %s='%s' must be 'none' or a fraction >= 0", ctx, key, text.c_str()));
+  return x;
+}
 
 }  // namespace
 
@@ -63,21 +78,11 @@ caching_options caching_options::from_config(config& cfg, const system_resource&
   }
   if (auto v = cfg.take_size("max_pool")) o.max_pool = *v;
   if (auto v = cfg.take_bool("expandable_segments")) o.expandable_segments = *v;
-  if (auto v = cfg.take_string("reserve_slack")) {
-    if (*v == "none") {
-      o.reserve_slack = -1;
-    } else {
-      char* end = nullptr;
-      double x = std::strtod(v->c_str(), &end);
-      if (end == v->c_str() || *end != '\0' || !(x >= 0 && x <= 1000))
-        throw invalid_argument(strprintf("%s: reserve_slack='%s' must be 'none' or a fraction >= 0",
-                                         ctx, v->c_str()));
-      o.reserve_slack = x;
-    }
-  }
+  if (auto v = cfg.take_string("reserve_slack")) o.reserve_slack = parse_fraction_or_none(*v, "reserve_slack", ctx);
+  if (auto v = cfg.take_string("reserve_headroom")) o.reserve_headroom = parse_fraction_or_none(*v, "reserve_headroom", ctx);
   cfg.reject_unknown({"max_split_size", "max_split_size_mb", "roundup_power2_divisions",
                       "garbage_collection_threshold", "memory_fraction", "max_pool",
-                      "expandable_segments", "reserve_slack"});
+                      "expandable_segments", "reserve_slack", "reserve_headroom"});
   if (o.garbage_collection_threshold > 0 && o.memory_fraction == 0 && o.max_pool == 0 &&
       upstream.info().total_bytes == 0) {
     throw invalid_argument(strprintf("%s: garbage_collection_threshold needs a limit: set "
@@ -93,12 +98,14 @@ caching_options caching_options::from_config(config& cfg, const system_resource&
 std::string caching_strategy::effective_config() const {
   return strprintf(
       "max_split_size=%s,roundup_power2_divisions=%u,garbage_collection_threshold=%g,"
-      "memory_fraction=%g,max_pool=%s,expandable_segments=%s,reserve_slack=%s",
+      "memory_fraction=%g,max_pool=%s,expandable_segments=%s,reserve_slack=%s,"
+      "reserve_headroom=%s",
       options_.max_split_size == SIZE_MAX ? "0" : format_size_exact(options_.max_split_size).c_str(),
       options_.roundup_power2_divisions, options_.garbage_collection_threshold,
       options_.memory_fraction, format_size_exact(options_.max_pool).c_str(),
       options_.expandable_segments && granularity_ != 0 ? "true" : "false",
-      options_.reserve_slack < 0 ? "none" : strprintf("%g", options_.reserve_slack).c_str());
+      options_.reserve_slack < 0 ? "none" : strprintf("%g", options_.reserve_slack).c_str(),
+      options_.reserve_headroom < 0 ? "none" : strprintf("%g", options_.reserve_headroom).c_str());
 }
 
 // ------------------------------------------------------------ construction
@@ -107,6 +114,8 @@ caching_strategy::caching_strategy(system_resource& upstream, const caching_opti
     : strategy(upstream), options_(options) {
   grow_bookkeeping();
   new_record();  // kScratch: a sink for links to no block, never a block
+  headroom_ = options_.reserve_headroom;
+  churn_threshold_ = kChurnEvents;
   if (options_.expandable_segments) granularity_ = upstream.map_granularity();
   if (granularity_ != 0) {
     // Addresses cost nothing: reserve several times the place's memory per
@@ -441,9 +450,13 @@ std::size_t caching_strategy::map_ahead(const segment& seg) const noexcept {
   return round_up(seg.mapped_bytes / 16, granularity_);
 }
 
-// Gives back mapped pages of free blocks (largest first, never `keep`) until
-// `bytes` are released or nothing is left. Returns the bytes released.
-std::size_t caching_strategy::release_holes(std::size_t bytes, std::uint32_t keep) {
+// Gives back mapped pages of free blocks (largest first) until `bytes` are
+// released or nothing is left. Of `keep`, the block about to be carved, only
+// what lies past `keep_from` (the end of the request) may go: when the cache
+// is one big free block, that is where the cached pages are. Returns the
+// bytes released.
+std::size_t caching_strategy::release_holes(std::size_t bytes, std::uint32_t keep,
+                                            std::uintptr_t keep_from) {
   std::vector<std::uint32_t> holes;
   for (const segment& seg : segments_) {
     if (!seg.live || !seg.expandable) continue;
@@ -453,11 +466,21 @@ std::size_t caching_strategy::release_holes(std::size_t bytes, std::uint32_t kee
   }
   std::sort(holes.begin(), holes.end(),
             [&](std::uint32_t a, std::uint32_t b) { return blocks_[a].size > blocks_[b].size; });
+  // Of each hole only what is still needed, from its end: the start of a
+  // free block is what best fit hands out next, and each page given back
+  // too many is a map call later.
   std::size_t released = 0;
+  auto release_end_of = [&](std::uint32_t i, std::uintptr_t from) {
+    const block& b = blocks_[i];
+    released += unmap_range(segments_[b.segment], from, b.addr + b.size,
+                            bytes == SIZE_MAX ? SIZE_MAX : bytes - released);
+  };
   for (std::uint32_t i : holes) {
     if (released >= bytes) break;
-    released += unmap_free(i);
+    release_end_of(i, blocks_[i].addr);
   }
+  if (released < bytes && keep != kNone && keep_from < blocks_[keep].addr + blocks_[keep].size)
+    release_end_of(keep, keep_from);
   return released;
 }
 
@@ -502,20 +525,29 @@ void caching_strategy::ensure_mapped(segment& seg, std::uintptr_t start, std::si
     gaps[n - 1][1] += ahead;
     total += ahead;
   }
-  if (options_.reserve_slack >= 0 && !options_.no_caching) {
-    const auto in_use =
-        static_cast<double>(stats_[DAO_STAT_ALLOCATED_BYTES][DAO_STAT_POOL_ALL].current + bytes);
-    const auto reserved =
-        static_cast<std::size_t>(stats_[DAO_STAT_RESERVED_BYTES][DAO_STAT_POOL_ALL].current);
-    const auto budget = static_cast<std::size_t>(in_use * (1 + options_.reserve_slack));
-    if (reserved + total > budget) {
-      release_holes(reserved + total - budget, target);
-      const auto now =
-          static_cast<std::size_t>(stats_[DAO_STAT_RESERVED_BYTES][DAO_STAT_POOL_ALL].current);
-      if (ahead > 0 && now + total > budget) {  // still over: no look-ahead
-        gaps[n - 1][1] -= ahead;
-        total -= ahead;
-      }
+  const std::size_t budget = reserve_budget(bytes);
+  const auto reserved =
+      static_cast<std::size_t>(stats_[DAO_STAT_RESERVED_BYTES][DAO_STAT_POOL_ALL].current);
+  // Over the budget: first map no look-ahead, then give back cached pages.
+  if (reserved + total > budget && ahead > 0) {
+    gaps[n - 1][1] -= ahead;
+    total -= ahead;
+  }
+  if (reserved + total > budget) {
+    release_holes(reserved + total - budget, target, start + bytes);
+    // Each such release is system calls paid for memory saved, and the pages
+    // are mapped again later. When they come often (at least kChurnEvents,
+    // and one per kChurnRatio allocations since the headroom last widened), the
+    // workload fragments more than the headroom allows: widen it, faster
+    // each time.
+    ++churn_events_;
+    const std::uint64_t allocations = counters_.alloc_count - allocs_at_widen_;
+    if (churn_events_ >= churn_threshold_ && churn_events_ * kChurnRatio >= allocations &&
+        headroom_ < kMaxHeadroom) {
+      headroom_ = std::min(kMaxHeadroom, headroom_ + kHeadroomStep);
+      churn_threshold_ = std::max<std::uint64_t>(16, churn_threshold_ / 2);
+      churn_events_ = 0;
+      allocs_at_widen_ = counters_.alloc_count;
     }
   }
   if (!within_limit(total)) throw out_of_memory("the allocator's limit would be exceeded");
@@ -547,6 +579,22 @@ void caching_strategy::ensure_mapped(segment& seg, std::uintptr_t start, std::si
   if (n == 64) ensure_mapped(seg, start, bytes, target);
 }
 
+// How far reserved memory may grow before cached pages are given back
+// (SIZE_MAX: no bound): (1 + reserve_slack) times the memory in use with the
+// request, and (1 + reserve_headroom) times the peak of memory in use.
+std::size_t caching_strategy::reserve_budget(std::size_t request) const noexcept {
+  if (options_.no_caching) return SIZE_MAX;
+  const stat_value& allocated = stats_[DAO_STAT_ALLOCATED_BYTES][DAO_STAT_POOL_ALL];
+  const auto in_use = static_cast<double>(allocated.current) + static_cast<double>(request);
+  double budget = static_cast<double>(SIZE_MAX);
+  if (options_.reserve_slack >= 0) budget = in_use * (1 + options_.reserve_slack);
+  if (headroom_ >= 0) {
+    const double peak = std::max(in_use, static_cast<double>(allocated.peak));
+    budget = std::min(budget, peak * (1 + headroom_));
+  }
+  return budget >= static_cast<double>(SIZE_MAX) ? SIZE_MAX : static_cast<std::size_t>(budget);
+}
+
 void caching_strategy::update_prefix(segment& seg) noexcept {
   auto first = seg.mapped.begin();
   seg.mapped_prefix = first != seg.mapped.end() && first->first == 0 ? first->second : 0;
@@ -556,29 +604,38 @@ void caching_strategy::update_prefix(segment& seg) noexcept {
 // segment. Returns the bytes given back.
 std::size_t caching_strategy::unmap_free(std::uint32_t block_index) noexcept {
   const block& b = blocks_[block_index];
-  segment& seg = segments_[b.segment];
-  const std::size_t lo = round_up(b.addr - seg.base, granularity_);
-  const std::size_t hi = round_down(b.addr - seg.base + b.size, granularity_);
-  if (lo >= hi) return 0;
+  return unmap_range(segments_[b.segment], b.addr, b.addr + b.size, SIZE_MAX);
+}
+
+// Unmaps the granules that lie wholly inside [from, to), a free range of an
+// expandable segment, from the highest down, until at least `limit` bytes
+// (rounded up to granules) are given back. Returns the bytes given back.
+std::size_t caching_strategy::unmap_range(segment& seg, std::uintptr_t from, std::uintptr_t to,
+                                          std::size_t limit) noexcept {
+  const std::size_t lo = round_up(from - seg.base, granularity_);
+  const std::size_t hi = round_down(to - seg.base, granularity_);
+  if (lo >= hi || limit == 0) return 0;
   std::size_t released = 0;
-  auto it = seg.mapped.upper_bound(lo);
-  if (it != seg.mapped.begin()) --it;
-  while (it != seg.mapped.end() && it->first < hi) {
+  // The mapped intervals that overlap [lo, hi), highest first.
+  auto it = seg.mapped.lower_bound(hi);
+  while (released < limit && it != seg.mapped.begin()) {
+    --it;
     const std::size_t a = it->first, e = it->second;
-    const std::size_t cut_lo = std::max(a, lo), cut_hi = std::min(e, hi);
-    if (cut_lo >= cut_hi) {
-      ++it;
-      continue;
-    }
+    if (e <= lo) break;
+    const std::size_t cut_hi = std::min(e, hi);
+    std::size_t cut_lo = std::max(a, lo);
+    if (limit != SIZE_MAX && cut_hi - cut_lo > limit - released)
+      cut_lo = cut_hi - round_up(limit - released, granularity_);
+    if (cut_lo >= cut_hi) continue;
     upstream().unmap(reinterpret_cast<void*>(seg.base + cut_lo), cut_hi - cut_lo);
     released += cut_hi - cut_lo;
     ++counters_.system_free_count;
     it = seg.mapped.erase(it);
-    // What stays mapped on either side of the cut (node allocation may
-    // fail: then keep the cut part counted as mapped rather than lose it).
+    // What stays mapped on either side of the cut. Node allocation may fail:
+    // those pages then stay mapped but uncounted until the segment goes.
     try {
-      if (a < cut_lo) seg.mapped.emplace(a, cut_lo);
-      if (cut_hi < e) it = seg.mapped.emplace(cut_hi, e).first;
+      if (cut_hi < e) seg.mapped.emplace(cut_hi, e);
+      if (a < cut_lo) it = seg.mapped.emplace(a, cut_lo).first;
     } catch (...) {
     }
   }
@@ -654,7 +711,7 @@ void caching_strategy::collect_garbage(std::uint32_t keep) {
   if (cap == 0) return;
   auto reserved = static_cast<double>(stats_[DAO_STAT_RESERVED_BYTES][DAO_STAT_POOL_ALL].current);
   if (reserved <= options_.garbage_collection_threshold * static_cast<double>(cap)) return;
-  if (granularity_ != 0) release_holes(SIZE_MAX, keep);
+  if (granularity_ != 0) release_holes(SIZE_MAX, keep, UINTPTR_MAX);
   else release_cached();
 }
 

@@ -49,6 +49,9 @@ struct caching_options {
   double reserve_slack = -1;               // expandable: how far reserved may exceed
                                            // what is in use before cached pages are
                                            // given back to grow; < 0: never
+  double reserve_headroom = 0.1;           // expandable: how far reserved may exceed
+                                           // the peak in use (since the last peak
+                                           // reset) before cached pages go; < 0: never
   bool no_caching = false;                 // DAO_NO_CACHING=1: every free goes back
 
   static caching_options from_config(config& cfg, const system_resource& upstream);
@@ -157,11 +160,14 @@ class caching_strategy final : public strategy {
   std::uint32_t add_segment(std::uint32_t pool_index, std::uintptr_t base, std::size_t size,
                             bool expandable);
   void ensure_mapped(segment& seg, std::uintptr_t start, std::size_t bytes, std::uint32_t target);
-  std::size_t release_holes(std::size_t bytes, std::uint32_t keep);
+  std::size_t release_holes(std::size_t bytes, std::uint32_t keep, std::uintptr_t keep_from);
+  std::size_t reserve_budget(std::size_t request) const noexcept;
   std::size_t map_ahead(const segment& seg) const noexcept;
   static void update_prefix(segment& seg) noexcept;
   std::size_t release_cached();
   std::size_t unmap_free(std::uint32_t block_index) noexcept;
+  std::size_t unmap_range(segment& seg, std::uintptr_t from, std::uintptr_t to,
+                          std::size_t limit) noexcept;
   void release_segment(std::uint32_t segment_index) noexcept;
   bool within_limit(std::size_t extra) const noexcept;
   std::size_t limit() const noexcept;
@@ -201,6 +207,10 @@ class caching_strategy final : public strategy {
   std::size_t granularity_ = 0;  // 0: no virtual memory upstream
   std::size_t arena_size_ = 0;   // addresses reserved per expandable segment
   bool exact_mapping_ = false;   // under pressure: map no more than needed
+  double headroom_ = -1;         // reserve_headroom in effect (widens under churn)
+  std::uint64_t churn_events_ = 0;     // releases for the headroom since it widened
+  std::uint64_t churn_threshold_ = 0;  // churn_events_ that widen it
+  std::uint64_t allocs_at_widen_ = 0;  // alloc_count when it last widened
 
   mutable fast_mutex mutex_;
   std::vector<block> blocks_;
