@@ -177,6 +177,7 @@ tiered_pool::~tiered_pool() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     stopping_ = true;
+    stopping_requested_.store(true);
   }
   work_cv_.notify_all();
   if (executor_.joinable()) executor_.join();
@@ -270,8 +271,27 @@ void tiered_pool::append_access(dao_tensor& t, std::uint64_t time, bool read, bo
 
 void tiered_pool::push(op* o) {
   queue_.push_back(o);
+  queued();
+}
+
+// After an op went into the queue (mu_ held): counts it and wakes the
+// executor if it sleeps. A spinning executor sees pushed_ change and needs
+// no system call.
+void tiered_pool::queued() {
   ++ops_submitted_;
-  work_cv_.notify_one();
+  pushed_.store(ops_submitted_, std::memory_order_release);
+  if (executor_idle_) work_cv_.notify_one();
+}
+
+// Waits (mu_ held by `lock`) until `done` holds, which happens once the
+// executor has completed `target` ops. Only then does the executor wake
+// anyone: waking a waiter after every op would cost a context switch each.
+template <class Done>
+void tiered_pool::wait_for(std::unique_lock<std::mutex>& lock, std::uint64_t target, Done done) {
+  while (!done()) {
+    wake_at_ = std::min(wake_at_, target);
+    done_cv_.wait(lock);
+  }
 }
 
 void tiered_pool::write(dao_tensor& t, const void* src, std::size_t bytes) {
@@ -320,8 +340,7 @@ void tiered_pool::write(dao_tensor& t, const void* src, std::size_t bytes) {
     throw;
   }
   o.release();
-  ++ops_submitted_;
-  work_cv_.notify_one();
+  queued();
 }
 
 void tiered_pool::read(dao_tensor& t, void* dst, std::size_t bytes) {
@@ -347,9 +366,8 @@ void tiered_pool::read(dao_tensor& t, void* dst, std::size_t bytes) {
   o.t = ++clock_;
   append_access(t, o.t, true, false);
   queue_.push_back(&o);
-  ++ops_submitted_;
-  work_cv_.notify_one();
-  done_cv_.wait(lock, [&] { return o.done; });
+  queued();
+  wait_for(lock, ops_submitted_, [&] { return o.done; });
   if (o.status != DAO_OK) throw error(o.status, o.message);
 }
 
@@ -370,8 +388,7 @@ void tiered_pool::release(dao_tensor& t) {
   if (!failed_) {
     queue_.push_back(o.get());
     o.release();
-    ++ops_submitted_;
-    work_cv_.notify_one();
+    queued();
   }
   t.released = true;  // a failed pool frees it at destroy
 }
@@ -425,14 +442,13 @@ void tiered_pool::submit(dao_kernel_fn fn, void* user_data, dao_tensor* const* i
     t->written = true;
   }
   o.release();
-  ++ops_submitted_;
-  work_cv_.notify_one();
+  queued();
 }
 
 void tiered_pool::synchronize() {
   std::unique_lock<std::mutex> lock(mu_);
   const std::uint64_t target = ops_submitted_;
-  done_cv_.wait(lock, [&] { return ops_completed_ >= target; });
+  wait_for(lock, target, [&] { return ops_completed_ >= target; });
   if (failed_) {
     throw invalid_state(strprintf("dao_tiered_synchronize: %s", fail_message_.c_str()));
   }
@@ -448,7 +464,7 @@ void tiered_pool::read_stats(dao_tiered_stats& out) {
 void tiered_pool::run() noexcept {
   std::unique_lock<std::mutex> lock(mu_);
   for (;;) {
-    work_cv_.wait(lock, [&] { return !queue_.empty() || stopping_; });
+    if (queue_.empty() && !stopping_) await_work(lock);
     if (queue_.empty()) break;
     op* o = queue_.front();
     queue_.pop_front();
@@ -472,7 +488,32 @@ void tiered_pool::run() noexcept {
     }
     finish(o);
     ++ops_completed_;
-    done_cv_.notify_all();
+    if (ops_completed_ >= wake_at_) {
+      wake_at_ = UINT64_MAX;
+      done_cv_.notify_all();
+    }
+  }
+}
+
+// The queue is empty (mu_ held by `lock`). A submitting thread usually sends
+// the next op within microseconds: spin for up to kSpinWait first, so that
+// neither side pays a futex wake and a context switch per op, then sleep.
+void tiered_pool::await_work(std::unique_lock<std::mutex>& lock) {
+  constexpr auto kSpinWait = std::chrono::microseconds(50);
+  const std::uint64_t seen = ops_submitted_;
+  lock.unlock();
+  const auto until = steady::now() + kSpinWait;
+  for (unsigned i = 1; pushed_.load(std::memory_order_acquire) == seen; ++i) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+    if (i % 64 == 0 && (steady::now() >= until || stopping_requested_.load())) break;
+  }
+  lock.lock();
+  while (queue_.empty() && !stopping_) {
+    executor_idle_ = true;
+    work_cv_.wait(lock);
+    executor_idle_ = false;
   }
 }
 
@@ -959,9 +1000,12 @@ void tiered_pool::run_kernel(op& o, std::unique_lock<std::mutex>& lock) {
     d2h_->impl->record(*d2h_ready_);
     d2h_unwaited_ = false;
   }
-  std::vector<void*> in_ptrs, out_ptrs;
-  in_ptrs.reserve(o.inputs.size());
-  out_ptrs.reserve(o.outputs.size());
+  // Reused from kernel to kernel (only the executor touches them): no heap
+  // allocation per kernel once they have grown.
+  std::vector<void*>& in_ptrs = in_ptrs_;
+  std::vector<void*>& out_ptrs = out_ptrs_;
+  in_ptrs.clear();
+  out_ptrs.clear();
   for (dao_tensor* t : o.inputs) in_ptrs.push_back(device_ptr(*t));
   for (dao_tensor* t : o.outputs) out_ptrs.push_back(device_ptr(*t));
   prefetch_after(now);

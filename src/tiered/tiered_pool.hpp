@@ -17,6 +17,7 @@
 // move at once.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
@@ -118,9 +119,13 @@ class tiered_pool {
   void require_not_failed(const char* function) const;
   void append_access(dao_tensor& t, std::uint64_t time, bool read, bool write);
   void push(op* o);
+  void queued();
+  template <class Done>
+  void wait_for(std::unique_lock<std::mutex>& lock, std::uint64_t target, Done done);
 
   // --- executor (all with mu_ held unless said otherwise) ---
   void run() noexcept;
+  void await_work(std::unique_lock<std::mutex>& lock);
   void process(op& o, std::unique_lock<std::mutex>& lock);
   void run_kernel(op& o, std::unique_lock<std::mutex>& lock);
   void run_write(op& o, std::unique_lock<std::mutex>& lock);
@@ -203,6 +208,11 @@ class tiered_pool {
   std::uint64_t clock_ = 0;
   std::uint64_t ops_submitted_ = 0;
   std::uint64_t ops_completed_ = 0;
+  std::atomic<std::uint64_t> pushed_{0};  // ops_submitted_, read by the spinning executor
+  std::atomic<bool> stopping_requested_{false};
+  bool executor_idle_ = false;            // the executor sleeps on work_cv_
+  std::uint64_t wake_at_ = UINT64_MAX;    // ops_completed_ that a waiter needs
+  std::vector<void*> in_ptrs_, out_ptrs_;  // the executor's, for each kernel's pointers
   std::uint64_t next_id_ = 0;
   bool stopping_ = false;
   bool failed_ = false;
