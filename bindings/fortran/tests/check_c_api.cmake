@@ -1,0 +1,47 @@
+# ctest fortran_c_api_complete: every function that libdao.so exports has a
+# bind(C, name="...") interface in dao_c.f90, and every such interface names
+# an exported function.
+#   cmake -DNM=<nm> -DLIBRARY=<libdao.so> -DSOURCE=<dao_c.f90> -P check_c_api.cmake
+foreach(var NM LIBRARY SOURCE)
+  if(NOT ${var})
+    message(FATAL_ERROR "check_c_api.cmake: -D${var}=... is required")
+  endif()
+endforeach()
+
+execute_process(COMMAND ${NM} -D --defined-only ${LIBRARY}
+  OUTPUT_VARIABLE nm_out RESULT_VARIABLE nm_rc)
+if(NOT nm_rc EQUAL 0)
+  message(FATAL_ERROR "${NM} -D --defined-only ${LIBRARY} failed (${nm_rc})")
+endif()
+string(REGEX MATCHALL "[0-9a-fA-F]+ T [A-Za-z_][A-Za-z0-9_]*" text_symbols "${nm_out}")
+set(exported)
+foreach(line ${text_symbols})
+  string(REGEX REPLACE ".* T " "" name "${line}")
+  list(APPEND exported ${name})
+endforeach()
+list(REMOVE_DUPLICATES exported)
+
+file(READ ${SOURCE} source)
+string(REGEX MATCHALL "bind\\(C, name=\"[A-Za-z0-9_]+\"\\)" binds "${source}")
+set(bound)
+foreach(b ${binds})
+  string(REGEX REPLACE "bind\\(C, name=\"([A-Za-z0-9_]+)\"\\)" "\\1" name "${b}")
+  list(APPEND bound ${name})
+endforeach()
+
+set(missing ${exported})
+list(REMOVE_ITEM missing ${bound})
+set(stale ${bound})
+list(REMOVE_ITEM stale ${exported})
+list(LENGTH exported n_exported)
+list(LENGTH bound n_bound)
+message(STATUS "libdao exports ${n_exported} functions; dao_c.f90 binds ${n_bound}")
+if(missing)
+  message(FATAL_ERROR "exported by libdao but not bound in dao_c.f90: ${missing}")
+endif()
+if(stale)
+  message(FATAL_ERROR "bound in dao_c.f90 but not exported by libdao: ${stale}")
+endif()
+if(n_exported EQUAL 0)
+  message(FATAL_ERROR "no exported functions found in ${LIBRARY}")
+endif()

@@ -1,0 +1,117 @@
+/* The C side of test_layout.f90: sizes and field offsets of the public
+ * structs, and the values of the public constants, as the C compiler sees
+ * them in the headers. */
+#include <stddef.h>
+
+#include <dao.h>
+
+/* Size (field 0) or offset of field 1, 2, ... (declaration order) of struct
+ * number `type` (the order of test_layout.f90); (size_t)-1 past the end. */
+#define FIELDS_(T, ...) \
+  { sizeof(T), __VA_ARGS__, (size_t)-1 }
+size_t daot_layout(int type, int field);
+size_t daot_layout(int type, int field) {
+  static const size_t table[][20] = {
+      FIELDS_(dao_place, offsetof(dao_place, kind), offsetof(dao_place, device)),
+      FIELDS_(dao_allocator_stats, offsetof(dao_allocator_stats, struct_size),
+              offsetof(dao_allocator_stats, allocated_bytes),
+              offsetof(dao_allocator_stats, peak_allocated_bytes),
+              offsetof(dao_allocator_stats, requested_bytes),
+              offsetof(dao_allocator_stats, reserved_bytes),
+              offsetof(dao_allocator_stats, peak_reserved_bytes),
+              offsetof(dao_allocator_stats, live_blocks),
+              offsetof(dao_allocator_stats, alloc_count),
+              offsetof(dao_allocator_stats, free_count),
+              offsetof(dao_allocator_stats, failed_alloc_count),
+              offsetof(dao_allocator_stats, system_alloc_count),
+              offsetof(dao_allocator_stats, system_free_count),
+              offsetof(dao_allocator_stats, largest_free_block),
+              offsetof(dao_allocator_stats, alloc_retry_count)),
+      FIELDS_(dao_stat, offsetof(dao_stat, current), offsetof(dao_stat, peak),
+              offsetof(dao_stat, allocated), offsetof(dao_stat, freed)),
+      FIELDS_(dao_segment_info, offsetof(dao_segment_info, struct_size),
+              offsetof(dao_segment_info, address), offsetof(dao_segment_info, size),
+              offsetof(dao_segment_info, mapped_bytes), offsetof(dao_segment_info, pool),
+              offsetof(dao_segment_info, stream), offsetof(dao_segment_info, expandable),
+              offsetof(dao_segment_info, block_count)),
+      FIELDS_(dao_block_info, offsetof(dao_block_info, struct_size),
+              offsetof(dao_block_info, address), offsetof(dao_block_info, size),
+              offsetof(dao_block_info, requested_size), offsetof(dao_block_info, state),
+              offsetof(dao_block_info, stream)),
+      FIELDS_(dao_recycle_stats, offsetof(dao_recycle_stats, struct_size),
+              offsetof(dao_recycle_stats, created), offsetof(dao_recycle_stats, free),
+              offsetof(dao_recycle_stats, queued), offsetof(dao_recycle_stats, held),
+              offsetof(dao_recycle_stats, peak_free), offsetof(dao_recycle_stats, peak_queued),
+              offsetof(dao_recycle_stats, peak_held), offsetof(dao_recycle_stats, acquired),
+              offsetof(dao_recycle_stats, submitted), offsetof(dao_recycle_stats, taken),
+              offsetof(dao_recycle_stats, acquire_waits), offsetof(dao_recycle_stats, take_waits),
+              offsetof(dao_recycle_stats, acquire_wait_ns),
+              offsetof(dao_recycle_stats, take_wait_ns), offsetof(dao_recycle_stats, timeouts)),
+      FIELDS_(dao_tensor_access_info, offsetof(dao_tensor_access_info, struct_size),
+              offsetof(dao_tensor_access_info, tensor), offsetof(dao_tensor_access_info, bytes),
+              offsetof(dao_tensor_access_info, now), offsetof(dao_tensor_access_info, last_use),
+              offsetof(dao_tensor_access_info, next_use),
+              offsetof(dao_tensor_access_info, queued_uses),
+              offsetof(dao_tensor_access_info, dirty)),
+      FIELDS_(dao_tiered_stats, offsetof(dao_tiered_stats, struct_size),
+              offsetof(dao_tiered_stats, kernels_submitted),
+              offsetof(dao_tiered_stats, kernels_run),
+              offsetof(dao_tiered_stats, evictions), offsetof(dao_tiered_stats, bytes_evicted),
+              offsetof(dao_tiered_stats, fetches), offsetof(dao_tiered_stats, bytes_fetched),
+              offsetof(dao_tiered_stats, prefetches),
+              offsetof(dao_tiered_stats, prefetches_in_time), offsetof(dao_tiered_stats, stall_ns),
+              offsetof(dao_tiered_stats, device_bytes),
+              offsetof(dao_tiered_stats, peak_device_bytes),
+              offsetof(dao_tiered_stats, host_bytes),
+              offsetof(dao_tiered_stats, peak_host_bytes),
+              offsetof(dao_tiered_stats, tensors_live)),
+  };
+  if (type < 0 || type >= (int)(sizeof table / sizeof table[0]) || field < 0 || field >= 20) {
+    return (size_t)-1;
+  }
+  return table[type][field];
+}
+
+/* The public constants: every status of DAO_STATUS_LIST (so a status added
+ * to the C list fails the test until the Fortran module has it), and the
+ * other enums and macros. */
+typedef struct daot_constant {
+  const char *name;
+  long long value;
+} daot_constant;
+
+#define DAOT_STATUS_(name, value, text) {#name, value},
+#define DAOT_C_(name) {#name, (long long)(name)},
+static const daot_constant daot_constants[] = {
+    DAO_STATUS_LIST(DAOT_STATUS_)
+    DAOT_C_(DAO_STATUS_END_)
+    DAOT_C_(DAO_PLACE_CPU) DAOT_C_(DAO_PLACE_CUDA) DAOT_C_(DAO_PLACE_CUDA_PINNED)
+    DAOT_C_(DAO_PLACE_CUDA_MANAGED) DAOT_C_(DAO_PLACE_SIM) DAOT_C_(DAO_PLACE_KIND_COUNT)
+    DAOT_C_(DAO_SIM_MAX_DEVICES)
+    DAOT_C_(DAO_STAT_ALLOCATED_BYTES) DAOT_C_(DAO_STAT_ALLOCATED_BLOCKS)
+    DAOT_C_(DAO_STAT_RESERVED_BYTES) DAOT_C_(DAO_STAT_RESERVED_SEGMENTS)
+    DAOT_C_(DAO_STAT_ACTIVE_BYTES) DAOT_C_(DAO_STAT_ACTIVE_BLOCKS)
+    DAOT_C_(DAO_STAT_INACTIVE_SPLIT_BYTES) DAOT_C_(DAO_STAT_INACTIVE_SPLIT_BLOCKS)
+    DAOT_C_(DAO_STAT_REQUESTED_BYTES) DAOT_C_(DAO_STAT_METRIC_COUNT)
+    DAOT_C_(DAO_STAT_POOL_ALL) DAOT_C_(DAO_STAT_POOL_SMALL) DAOT_C_(DAO_STAT_POOL_LARGE)
+    DAOT_C_(DAO_STAT_POOL_COUNT)
+    DAOT_C_(DAO_BLOCK_FREE) DAOT_C_(DAO_BLOCK_ALLOCATED) DAOT_C_(DAO_BLOCK_PENDING_FREE)
+    DAOT_C_(DAO_RECYCLE_MAX_DIMS)
+    DAOT_C_(DAO_TENSOR_UNINITIALIZED) DAOT_C_(DAO_TENSOR_ON_DEVICE) DAOT_C_(DAO_TENSOR_ON_HOST)
+    DAOT_C_(DAO_TENSOR_IN_TRANSIT)
+    DAOT_C_(DAO_VERSION_MAJOR) DAOT_C_(DAO_VERSION_MINOR) DAOT_C_(DAO_VERSION_PATCH)
+    DAOT_C_(DAO_VERSION_NUMBER)
+};
+
+int daot_constant_count(void);
+int daot_constant_count(void) { return (int)(sizeof daot_constants / sizeof daot_constants[0]); }
+
+const char *daot_constant_name(int i);
+const char *daot_constant_name(int i) { return daot_constants[i].name; }
+
+long long daot_constant_value(int i);
+long long daot_constant_value(int i) { return daot_constants[i].value; }
+
+/* The version string the headers give (DAO_VERSION_STRING). */
+const char *daot_version_string(void);
+const char *daot_version_string(void) { return DAO_VERSION_STRING; }
