@@ -845,7 +845,11 @@ static void test_failing_kernel(void **state) {
   assert_int_equal(st.kernels_run, 2);
   assert_status(dao_kernel_submit(pool, k_inc, NULL, &t, 1, &t, 1), DAO_ERR_INVALID_STATE);
   assert_status(dao_tensor_write(t, &word, 4), DAO_ERR_INVALID_STATE);
-  assert_status(dao_tensor_read(t, &word, 4), DAO_ERR_INVALID_STATE);
+  /* a failed pool still reads: the data as kernel 1 left it (k_fail wrote
+     nothing, kernel 3 never ran) */
+  word = 0;
+  assert_ok(dao_tensor_read(t, &word, 4));
+  assert_int_equal(word, 2);
   assert_status(dao_tensor_create(pool, 4, &t), DAO_ERR_INVALID_STATE);
   assert_ok(dao_tensor_release(t));
   assert_ok(dao_tiered_destroy(pool));
@@ -876,6 +880,12 @@ static void test_host_tier_full(void **state) {
   assert_int_equal(get_stats(pool).kernels_run, 2);
   assert_int_equal(get_stats(pool).evictions, 0);
   assert_status(dao_tensor_read(a, &word, 4), DAO_ERR_INVALID_ARGUMENT);
+  /* ... and readable from the failed pool; c was never written */
+  assert_ok(dao_tensor_read(a, src, S));
+  assert_int_equal(src[0], 1);
+  assert_ok(dao_tensor_read(b, src, S));
+  assert_int_equal(src[0], 2);
+  assert_status(dao_tensor_read(c, src, S), DAO_ERR_INVALID_STATE);
   assert_ok(dao_tiered_destroy(pool));
 }
 

@@ -183,14 +183,19 @@ DAO_API dao_status dao_tensor_write(dao_tensor *tensor, const void *src, size_t 
 /**
  * @brief Copy a tensor into host memory, after every kernel submitted so far
  *        that writes it has run (waits for them).
+ *
+ * A failed pool still reads, so that its data can be saved (for example into
+ * a new pool): the kernels after the failure did not run, so the read gives
+ * the data as the last kernel that ran left it.
  * @param[in]  tensor A tensor the caller holds.
  * @param[out] dst    Host memory of @p bytes.
  * @param[in]  bytes  Must equal the tensor's size.
  * @retval DAO_OK                   Read.
  * @retval DAO_ERR_INVALID_ARGUMENT A NULL argument, a size mismatch, or a
  *                                  released tensor.
- * @retval DAO_ERR_INVALID_STATE    The tensor was never written, or the pool
- *                                  has failed (the message says why).
+ * @retval DAO_ERR_INVALID_STATE    The tensor was never written, or holds
+ *                                  no data because the pool failed before
+ *                                  its first write ran (the message says).
  * @par Thread safety
  * Safe to call from any thread.
  */
@@ -253,7 +258,8 @@ DAO_API dao_status dao_kernel_submit(dao_tiered *pool, dao_kernel_fn fn, void *u
  * @retval DAO_ERR_INVALID_STATE    The pool failed: a kernel returned an error
  *                                  or the host tier was full; the message
  *                                  says which kernel (its submission number)
- *                                  and what happened. No data was lost.
+ *                                  and what happened. No data was lost:
+ *                                  dao_tensor_read() still works.
  * @par Thread safety
  * Safe to call from any thread.
  */

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "resource/fault_injection.hpp"
 #include "resource/cuda_driver.hpp"
 #include "resource/cuda_stream.hpp"
 #include "resource/host.hpp"
@@ -46,6 +47,7 @@ class cuda_resource final : public system_resource {
       : driver_(driver), kind_(kind), device_(device) {}
 
   void* allocate(std::size_t bytes) override {
+    if (faults::inject(faults::alloc)) faults::raise_fault(faults::alloc, place_to_string(place()) + ": allocate");
     cuda_context_scope scope(driver_, driver_.primary_context(device_));
     check_pushed(scope);
     const cuda_driver_api& api = driver_.api();
@@ -181,6 +183,7 @@ class cuda_resource final : public system_resource {
   }
 
   void map(void* addr, std::size_t bytes) override {
+    if (faults::inject(faults::map)) faults::raise_fault(faults::map, place_to_string(place()) + ": map");
     const std::size_t g = map_granularity();
     if (g == 0) return system_resource::map(addr, bytes);  // throws unsupported
     const CUdeviceptr base = to_device(addr);

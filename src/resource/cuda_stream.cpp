@@ -1,4 +1,5 @@
 // CUDA streams and events through the driver API (see cuda_stream.hpp).
+#include "resource/fault_injection.hpp"
 #include "resource/cuda_stream.hpp"
 
 #include <cstdint>
@@ -105,6 +106,7 @@ class cuda_stream final : public stream_impl {
   }
 
   void copy(void* dst, const void* src, std::size_t bytes) override {
+    faults::maybe_fail(faults::copy, "cuda stream: copy");
     pushed_context scope(driver_, ctx_, name_);
     check(driver_, driver_.api().memcpy_async(device_pointer(dst), device_pointer(src), bytes,
                                               stream_),

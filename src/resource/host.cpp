@@ -1,4 +1,5 @@
 // The CPU place: aligned host memory from the C library.
+#include "resource/fault_injection.hpp"
 #include "resource/host.hpp"
 
 #include <unistd.h>
@@ -42,6 +43,7 @@ namespace {
 class host_resource final : public system_resource {
  public:
   void* allocate(std::size_t bytes) override {
+    faults::maybe_fail(faults::alloc, "cpu: allocate");
     void* p = host_aligned_alloc(bytes);
     if (p == nullptr) {
       throw out_of_memory(strprintf(
@@ -70,6 +72,7 @@ class host_resource final : public system_resource {
     host_release(base, bytes);
   }
   void map(void* addr, std::size_t bytes) override {
+    faults::maybe_fail(faults::map, "cpu: map");
     if (!host_commit(addr, bytes)) {
       throw out_of_memory(strprintf(
           "cpu: out of memory: tried to map %s; the operating system refused",

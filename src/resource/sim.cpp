@@ -1,5 +1,6 @@
 // The SIM backend: devices of fixed capacity backed by host memory taken per
 // system allocation, so a large capacity costs nothing until it is used.
+#include "resource/fault_injection.hpp"
 #include "resource/sim.hpp"
 
 #include <atomic>
@@ -78,6 +79,7 @@ class sim_device final : public system_resource {
   sim_device(int index, std::size_t capacity) : index_(index), capacity_(capacity) {}
 
   void* allocate(std::size_t bytes) override {
+    if (faults::inject(faults::alloc)) faults::raise_fault(faults::alloc, place_to_string(place()) + ": allocate");
     // Count what the host really hands out: whole 256-byte units.
     std::size_t rounded = take(bytes, kMinAlignment);
     void* p = host_aligned_alloc(rounded);
@@ -120,6 +122,7 @@ class sim_device final : public system_resource {
     host_release(base, bytes);
   }
   void map(void* addr, std::size_t bytes) override {
+    if (faults::inject(faults::map)) faults::raise_fault(faults::map, place_to_string(place()) + ": map");
     take(bytes, 1);
     if (!host_commit(addr, bytes)) {
       used_.fetch_sub(bytes, std::memory_order_relaxed);

@@ -7,6 +7,7 @@
 // as in CUDA). A wait queues a task that blocks the worker until the
 // generation current at the time of the call has retired. Queued tasks hold
 // the event's state, so an event may be destroyed with work still pending.
+#include "resource/fault_injection.hpp"
 #include "resource/sim_stream.hpp"
 
 #include <algorithm>
@@ -119,6 +120,7 @@ class sim_stream final : public stream_impl {
   }
 
   void copy(void* dst, const void* src, std::size_t bytes) override {
+    faults::maybe_fail(faults::copy, "sim stream: copy");
     task t;
     t.what = task::kind::copy;
     t.dst = dst;

@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "core/error.hpp"
+#include "resource/fault_injection.hpp"
 #include "resource/stream.hpp"
 #include "resource/system_resource.hpp"
 #include "util/format.hpp"
@@ -23,6 +24,7 @@ class sync_event final : public event_impl {
 class sync_stream final : public stream_impl {
  public:
   void copy(void* dst, const void* src, std::size_t bytes) override {
+    faults::maybe_fail(faults::copy, "cpu stream: copy");
     if (bytes != 0) std::memcpy(dst, src, bytes);
   }
   void launch_host_func(dao_host_fn fn, void* user_data) override { fn(user_data); }

@@ -351,7 +351,8 @@ void tiered_pool::read(dao_tensor& t, void* dst, std::size_t bytes) {
     throw invalid_argument(
         strprintf("dao_tensor_read: bytes is %zu but the tensor has %zu", bytes, t.bytes));
   }
-  require_not_failed("dao_tensor_read");
+  // A failed pool still reads: that is how its data is saved (the kernels
+  // after the failure did not run, so a read gives what the last one left).
   if (!t.written) {
     throw invalid_state(strprintf(
         "dao_tensor_read: tensor #%llu was never written (no dao_tensor_write and no kernel "
@@ -468,7 +469,7 @@ void tiered_pool::run() noexcept {
     if (queue_.empty()) break;
     op* o = queue_.front();
     queue_.pop_front();
-    if (failed_) {
+    if (failed_ && o->what != op::kind::read) {
       discard(*o);
     } else {
       try {
@@ -750,9 +751,18 @@ bool tiered_pool::make_resident(dao_tensor& t, std::uint64_t now,
     index = static_cast<long>(arena_.vacate(run.first, run.last));
   }
   t.offset = arena_.take(static_cast<std::size_t>(index), need, &t);
+  if (t.host_valid) {
+    // Resident only once the copy is under way: a prefetch whose copy fails
+    // is skipped, and must not leave a tensor "on the device" without data.
+    try {
+      fetch(t);
+    } catch (...) {
+      arena_.release(t.offset);
+      throw;
+    }
+  }
   t.resident = true;
   set_device_bytes(static_cast<std::int64_t>(t.bytes));
-  if (t.host_valid) fetch(t);
   return true;
 }
 
@@ -1058,7 +1068,21 @@ void tiered_pool::run_write(op& o, std::unique_lock<std::mutex>& lock) {
   free_if_dead(t);
 }
 
+// A read that fails (its copy could not be made) fails only itself: the
+// tensor stays where it was, and the pool goes on.
 void tiered_pool::run_read(op& o, std::unique_lock<std::mutex>& lock) {
+  try {
+    copy_out(o, lock);
+  } catch (const error& e) {
+    o.status = e.status();
+    o.message = strprintf("dao_tensor_read: tensor #%llu: %s",
+                          static_cast<unsigned long long>(o.tensor->id), e.what());
+  }
+  advance(*o.tensor, o.t);
+  free_if_dead(*o.tensor);
+}
+
+void tiered_pool::copy_out(op& o, std::unique_lock<std::mutex>& lock) {
   dao_tensor& t = *o.tensor;
   if (t.host_valid) {
     void* host = t.host;
@@ -1076,8 +1100,6 @@ void tiered_pool::run_read(op& o, std::unique_lock<std::mutex>& lock) {
     o.message = strprintf("dao_tensor_read: tensor #%llu holds no data (never written)",
                           static_cast<unsigned long long>(t.id));
   }
-  advance(t, o.t);
-  free_if_dead(t);
 }
 
 }  // namespace dao::detail

@@ -130,6 +130,7 @@ class tiered_pool {
   void run_kernel(op& o, std::unique_lock<std::mutex>& lock);
   void run_write(op& o, std::unique_lock<std::mutex>& lock);
   void run_read(op& o, std::unique_lock<std::mutex>& lock);
+  void copy_out(op& o, std::unique_lock<std::mutex>& lock);
   void discard(op& o);
   void finish(op* o);
   void fail(const std::string& message);
