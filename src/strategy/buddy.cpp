@@ -60,6 +60,7 @@ buddy_strategy::buddy_strategy(system_resource& upstream, const buddy_options& o
       options_(options),
       top_order_(log2_exact(options.chunk_size) - log2_exact(options.min_block)) {
   std::fill(std::begin(free_heads_), std::end(free_heads_), kNone);
+  host_memory_ = upstream.host_accessible();
   try {
     std::lock_guard<fast_mutex> lock(mutex_);
     while (counters_.reserved_bytes < options_.initial_pool) {
@@ -74,8 +75,11 @@ buddy_strategy::buddy_strategy(system_resource& upstream, const buddy_options& o
 
 buddy_strategy::~buddy_strategy() {
   // Destroy is refused while blocks are live, but give back everything anyway.
-  for (const chunk& c : chunks_)
-    if (c.live) upstream().deallocate(reinterpret_cast<void*>(c.base), order_bytes(c.order));
+  for (const chunk& c : chunks_) {
+    if (!c.live) continue;
+    unpoison(c.base, order_bytes(c.order));
+    upstream().deallocate(reinterpret_cast<void*>(c.base), order_bytes(c.order));
+  }
   for (const auto& [addr, lb] : large_) upstream().deallocate(reinterpret_cast<void*>(addr), lb.bytes);
 }
 
@@ -201,6 +205,7 @@ void buddy_strategy::grow(int order, bool may_release_idle) {
     ci = static_cast<std::uint32_t>(chunks_.size() - 1);
   }
   auto base = reinterpret_cast<std::uintptr_t>(p);
+  poison(base, order_bytes(chunk_order));  // all free
   chunks_[ci] = chunk{base, static_cast<std::uint8_t>(chunk_order), true};
   std::uint32_t r = new_record();
   blocks_[r] = block{base, 0, ci, kNone, kNone, static_cast<std::uint8_t>(chunk_order), true};
@@ -236,6 +241,7 @@ void* buddy_strategy::allocate(std::size_t bytes, dao_stream) {
   block& b = blocks_[index];
   b.free = false;
   b.requested = bytes;
+  unpoison(b.addr, bytes);  // the rest of the block stays poisoned
   counters_.on_alloc(order_bytes(order), bytes);
   return reinterpret_cast<void*>(b.addr);
 }
@@ -304,6 +310,7 @@ void buddy_strategy::deallocate(void* p) {
   }
   counters_.on_free(order_bytes(blocks_[index].order), blocks_[index].requested);
   blocks_[index].requested = 0;
+  poison(blocks_[index].addr, order_bytes(blocks_[index].order));
   const chunk& c = chunks_[blocks_[index].chunk];
   while (blocks_[index].order < c.order) {
     const std::size_t size = order_bytes(blocks_[index].order);
@@ -345,6 +352,7 @@ std::size_t buddy_strategy::release_free_chunks() {
     unlink_free(index);
     by_address_.erase(c.base);
     spare_records_.push_back(index);
+    unpoison(c.base, order_bytes(c.order));
     upstream().deallocate(reinterpret_cast<void*>(c.base), order_bytes(c.order));
     counters_.on_system_free(order_bytes(c.order));
     released += order_bytes(c.order);

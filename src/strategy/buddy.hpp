@@ -19,6 +19,7 @@
 #include "core/config.hpp"
 #include "core/error.hpp"
 #include "strategy/strategy.hpp"
+#include "util/asan_poison.hpp"
 #include "util/fast_mutex.hpp"
 #include "util/pointer_map.hpp"
 
@@ -89,7 +90,17 @@ class buddy_strategy final : public strategy {
   std::size_t largest_free_block() const noexcept;  // derived from nonempty_orders_
   out_of_memory oom(std::size_t bytes, const char* why) const;
 
+  // Free blocks of host-accessible memory are poisoned for ASan (no-ops
+  // without it; device memory is never touched).
+  void poison(std::uintptr_t addr, std::size_t bytes) const noexcept {
+    if (host_memory_) asan_poison(reinterpret_cast<const void*>(addr), bytes);
+  }
+  void unpoison(std::uintptr_t addr, std::size_t bytes) const noexcept {
+    if (host_memory_) asan_unpoison(reinterpret_cast<const void*>(addr), bytes);
+  }
+
   buddy_options options_;
+  bool host_memory_ = false;  // upstream().host_accessible(), for poisoning
   int top_order_;  // order of a full chunk
 
   mutable fast_mutex mutex_;

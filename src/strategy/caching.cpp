@@ -114,6 +114,7 @@ caching_strategy::caching_strategy(system_resource& upstream, const caching_opti
     : strategy(upstream), options_(options) {
   grow_bookkeeping();
   new_record();  // kScratch: a sink for links to no block, never a block
+  host_memory_ = upstream.host_accessible();
   headroom_ = options_.reserve_headroom;
   churn_threshold_ = kChurnEvents;
   if (options_.expandable_segments) granularity_ = upstream.map_granularity();
@@ -137,10 +138,13 @@ caching_strategy::~caching_strategy() {
     segment& seg = segments_[i];
     if (!seg.live) continue;
     if (seg.expandable) {
-      for (const auto& [start, end] : seg.mapped)
+      for (const auto& [start, end] : seg.mapped) {
+        unpoison(seg.base + start, end - start);
         upstream().unmap(reinterpret_cast<void*>(seg.base + start), end - start);
+      }
       upstream().release_addresses(reinterpret_cast<void*>(seg.base), seg.size);
     } else {
+      unpoison(seg.base, seg.size);
       upstream().deallocate(reinterpret_cast<void*>(seg.base), seg.size);
     }
   }
@@ -434,7 +438,9 @@ std::uint32_t caching_strategy::new_segment(std::uint32_t pool_index, std::size_
     p = upstream().allocate(wanted);
   }
   try {
-    return add_segment(pool_index, reinterpret_cast<std::uintptr_t>(p), wanted, false);
+    const std::uint32_t r = add_segment(pool_index, reinterpret_cast<std::uintptr_t>(p), wanted, false);
+    poison(reinterpret_cast<std::uintptr_t>(p), wanted);  // all free
+    return r;
   } catch (...) {
     upstream().deallocate(p, wanted);
     throw;
@@ -562,6 +568,7 @@ void caching_strategy::ensure_mapped(segment& seg, std::uintptr_t start, std::si
   }
   const bool small = pools_[seg.pool].small;
   for (int i = 0; i < n; ++i) {
+    poison(seg.base + gaps[i][0], gaps[i][1] - gaps[i][0]);  // free until carved
     std::size_t a = gaps[i][0], b = gaps[i][1];
     // Coalesce with the intervals on either side.
     auto next = seg.mapped.lower_bound(a);
@@ -627,6 +634,7 @@ std::size_t caching_strategy::unmap_range(segment& seg, std::uintptr_t from, std
     if (limit != SIZE_MAX && cut_hi - cut_lo > limit - released)
       cut_lo = cut_hi - round_up(limit - released, granularity_);
     if (cut_lo >= cut_hi) continue;
+    unpoison(seg.base + cut_lo, cut_hi - cut_lo);
     upstream().unmap(reinterpret_cast<void*>(seg.base + cut_lo), cut_hi - cut_lo);
     released += cut_hi - cut_lo;
     ++counters_.system_free_count;
@@ -653,6 +661,7 @@ void caching_strategy::release_segment(std::uint32_t segment_index) noexcept {
   const bool small = pools_[seg.pool].small;
   if (seg.expandable) {
     for (const auto& [start, end] : seg.mapped) {
+      unpoison(seg.base + start, end - start);
       upstream().unmap(reinterpret_cast<void*>(seg.base + start), end - start);
       count(DAO_STAT_RESERVED_BYTES, small, -static_cast<std::int64_t>(end - start));
       ++counters_.system_free_count;
@@ -662,6 +671,7 @@ void caching_strategy::release_segment(std::uint32_t segment_index) noexcept {
     seg.mapped_prefix = 0;
     upstream().release_addresses(reinterpret_cast<void*>(seg.base), seg.size);
   } else {
+    unpoison(seg.base, seg.size);
     upstream().deallocate(reinterpret_cast<void*>(seg.base), seg.size);
     count(DAO_STAT_RESERVED_BYTES, small, -static_cast<std::int64_t>(seg.size));
     ++counters_.system_free_count;
@@ -793,6 +803,7 @@ void* caching_strategy::allocate(std::size_t bytes, dao_stream stream) {
   block& b = blocks_[index];
   b.st = state::allocated;
   b.requested = bytes;
+  unpoison(b.addr, bytes);  // the rest of the block stays poisoned
   live_.insert(b.addr, index);
   count_up(DAO_STAT_ALLOCATED_BYTES, small, static_cast<std::int64_t>(b.size));
   count_up(DAO_STAT_ALLOCATED_BLOCKS, small, 1);
@@ -866,6 +877,7 @@ void caching_strategy::free_block(std::uint32_t index) noexcept {
     count_down(DAO_STAT_ACTIVE_BLOCKS, small, 1);
   }
   b.st = state::free;
+  poison(b.addr, b.size);
   segment& seg = segments_[b.segment];
   const std::uint32_t before = b.prev;
   if (before != kNone && in_bin_[before]) {

@@ -34,6 +34,7 @@
 #include "core/error.hpp"
 #include "resource/stream.hpp"
 #include "strategy/strategy.hpp"
+#include "util/asan_poison.hpp"
 #include "util/fast_mutex.hpp"
 #include "util/pointer_map.hpp"
 
@@ -203,7 +204,17 @@ class caching_strategy final : public strategy {
   void count_split(block& b, bool add) noexcept;
   bool is_split(const block& b) const noexcept;
 
+  // Free blocks of host-accessible memory are poisoned for ASan (no-ops
+  // without it; device memory is never touched).
+  void poison(std::uintptr_t addr, std::size_t bytes) const noexcept {
+    if (host_memory_) asan_poison(reinterpret_cast<const void*>(addr), bytes);
+  }
+  void unpoison(std::uintptr_t addr, std::size_t bytes) const noexcept {
+    if (host_memory_) asan_unpoison(reinterpret_cast<const void*>(addr), bytes);
+  }
+
   caching_options options_;
+  bool host_memory_ = false;  // upstream().host_accessible(), for poisoning
   std::size_t granularity_ = 0;  // 0: no virtual memory upstream
   std::size_t arena_size_ = 0;   // addresses reserved per expandable segment
   bool exact_mapping_ = false;   // under pressure: map no more than needed

@@ -1,0 +1,109 @@
+/* Pooled memory is poisoned for AddressSanitizer (src/util/asan_poison.hpp):
+ * a use after free inside a pool, or an access past the requested size, must
+ * be reported although the pool still owns the memory. Each mode does one
+ * such access and must die with ASan's "use-after-poison" report (ctest
+ * checks the output); mode "clean" does everything right and must pass.
+ * Registered only in builds with DAO_SANITIZE=address. */
+#include <stdio.h>
+#include <string.h>
+
+#include <dao.h>
+
+static dao_allocator *make(dao_place place, const char *strategy) {
+  dao_allocator *a = NULL;
+  if (dao_allocator_create(place, strategy, NULL, &a) != DAO_OK) {
+    fprintf(stderr, "create %s: %s\n", strategy, dao_last_error());
+    return NULL;
+  }
+  return a;
+}
+
+static char *alloc_or_die(dao_allocator *a, size_t bytes) {
+  void *p = NULL;
+  if (dao_allocator_alloc(a, bytes, NULL, &p) != DAO_OK) {
+    fprintf(stderr, "alloc: %s\n", dao_last_error());
+    return NULL;
+  }
+  return p;
+}
+
+/* The compiler must not see that the access is dead. */
+static void touch(volatile char *p) { p[0] = 1; }
+
+static int use_after_free(dao_place place, const char *strategy) {
+  dao_allocator *a = make(place, strategy);
+  char *p, *keep;
+  if (a == NULL) return 2;
+  keep = alloc_or_die(a, 4096); /* a neighbour, so the block is not merged away */
+  p = alloc_or_die(a, 1000);
+  if (p == NULL || keep == NULL) return 2;
+  memset(p, 7, 1000);
+  dao_allocator_free(a, p);
+  touch(p + 10); /* ASan reports here */
+  fprintf(stderr, "use after free of %s on %s was not caught\n", strategy,
+          place.kind == DAO_PLACE_CPU ? "cpu" : "sim");
+  return 1;
+}
+
+static int past_the_end(dao_place place, const char *strategy) {
+  dao_allocator *a = make(place, strategy);
+  char *p;
+  if (a == NULL) return 2;
+  p = alloc_or_die(a, 1000); /* the block is larger: 1024 or 512-rounded */
+  if (p == NULL) return 2;
+  memset(p, 7, 1000);
+  touch(p + 1000); /* inside the block, past what was asked for */
+  fprintf(stderr, "access past the requested size (%s) was not caught\n", strategy);
+  return 1;
+}
+
+/* Everything right: reused blocks, whole requested ranges written. */
+static int clean(void) {
+  static const char *const strategies[] = {"buddy", "caching"};
+  size_t s, i;
+  for (s = 0; s < 2; ++s) {
+    dao_place places[2];
+    size_t k;
+    places[0] = dao_place_cpu();
+    places[1] = dao_place_sim(0);
+    for (k = 0; k < 2; ++k) {
+      dao_allocator *a = make(places[k], strategies[s]);
+      if (a == NULL) return 2;
+      for (i = 0; i < 200; ++i) {
+        size_t bytes = 100 + (i * 7919) % (3u << 20);
+        char *p = alloc_or_die(a, bytes);
+        if (p == NULL) return 2;
+        memset(p, (int)i, bytes);
+        dao_allocator_free(a, p);
+      }
+      dao_allocator_trim(a, NULL);
+      if (dao_allocator_destroy(a) != DAO_OK) return 2;
+    }
+  }
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  const char *mode = argc > 1 ? argv[1] : "";
+  if (strcmp(mode, "buddy_cpu") == 0) return use_after_free(dao_place_cpu(), "buddy");
+  if (strcmp(mode, "buddy_sim") == 0) return use_after_free(dao_place_sim(0), "buddy");
+  if (strcmp(mode, "caching_cpu") == 0) return use_after_free(dao_place_cpu(), "caching");
+  if (strcmp(mode, "caching_sim") == 0) return use_after_free(dao_place_sim(0), "caching");
+  if (strcmp(mode, "caching_classic") == 0) {
+    dao_allocator *a = NULL;
+    char *p, *keep;
+    if (dao_allocator_create(dao_place_sim(0), "caching", "expandable_segments=false", &a) != DAO_OK)
+      return 2;
+    keep = alloc_or_die(a, 4096);
+    p = alloc_or_die(a, 1000);
+    if (p == NULL || keep == NULL) return 2;
+    dao_allocator_free(a, p);
+    touch(p);
+    return 1;
+  }
+  if (strcmp(mode, "past_end_buddy") == 0) return past_the_end(dao_place_cpu(), "buddy");
+  if (strcmp(mode, "past_end_caching") == 0) return past_the_end(dao_place_sim(0), "caching");
+  if (strcmp(mode, "clean") == 0) return clean();
+  fprintf(stderr, "unknown mode '%s'\n", mode);
+  return 2;
+}
