@@ -6,8 +6,10 @@
 #      the dao tool, the examples, the installed package through pkg-config
 #      and CMake, the Doxygen docs with warnings as errors, a benchmark smoke
 #      run);
-#   3. the unit and stress tests again under AddressSanitizer +
-#      UndefinedBehaviorSanitizer, and the stress tests under ThreadSanitizer.
+#   3. every test of libdao code again under AddressSanitizer +
+#      UndefinedBehaviorSanitizer (pooled memory poisoned, so a use after
+#      free inside a pool is caught), and every multi-threaded test under
+#      ThreadSanitizer.
 # Environment: DAO_WERROR=ON makes warnings errors (CI sets it);
 # DAO_TEST_SANITIZERS=0 skips step 3; DAO_TEST_JOBS sets the parallelism.
 set -euo pipefail
@@ -30,6 +32,13 @@ need_cmd readelf binutils
 need_file /usr/include/cmocka.h libcmocka-dev
 need_file /usr/include/jemalloc/jemalloc.h libjemalloc-dev
 need_file /usr/include/mimalloc.h libmimalloc-dev
+# The Fortran binding and the Julia binding's static checks.
+need_cmd gfortran gfortran
+need_cmd python3 python3
+# The ABI check (abidiff against abi/) and the fuzz harnesses (libFuzzer).
+need_cmd abidiff abigail-tools
+need_cmd clang clang
+need_file /usr/lib/llvm-14/lib/clang/14.0.6/lib/linux/libclang_rt.fuzzer-x86_64.a libclang-rt-14-dev
 if [ ${#missing[@]} -gt 0 ]; then
   echo "== installing: ${missing[*]}"
   sudo=""
@@ -63,7 +72,11 @@ if [ "${DAO_TEST_SANITIZERS:-1}" != "0" ]; then
   cmake -S "$root" -B "$root/build-asan" -DCMAKE_BUILD_TYPE=Debug -DDAO_WERROR="$werror" \
     -DDAO_SANITIZE=address,undefined -DDAO_BUILD_BENCH=OFF -DDAO_BUILD_EXAMPLES=OFF >/dev/null
   cmake --build "$root/build-asan" -j "$jobs"
-  run_ctest "$root/build-asan" -L "unit|stress|cuda"
+  # Every test that runs libdao code; not the benchmarks (timings), the
+  # header and docs checks (nothing runs), the install and ABI checks (a
+  # sanitizer build is not a release), nor Rust and Julia (their programs
+  # would need the sanitizer runtime preloaded).
+  run_ctest "$root/build-asan" -LE "bench|headers|docs|install|abi|rust|julia|soak"
   echo "== ThreadSanitizer"
   cmake -S "$root" -B "$root/build-tsan" -DCMAKE_BUILD_TYPE=Debug -DDAO_WERROR="$werror" \
     -DDAO_SANITIZE=thread -DDAO_BUILD_BENCH=OFF -DDAO_BUILD_EXAMPLES=OFF \
