@@ -57,6 +57,24 @@ static int past_the_end(dao_place place, const char *strategy) {
   return 1;
 }
 
+/* A recycle-pool buffer used after its last release. */
+static int recycle_after_release(dao_place place) {
+  const size_t shape[1] = {1024};
+  dao_recycle_pool *pool = NULL;
+  dao_buffer *b = NULL;
+  void *data = NULL;
+  if (dao_recycle_create(place, 4, 1, shape, 2, 0, NULL, &pool) != DAO_OK ||
+      dao_recycle_acquire(pool, 0, &b) != DAO_OK || dao_buffer_data(b, &data) != DAO_OK) {
+    fprintf(stderr, "recycle: %s\n", dao_last_error());
+    return 2;
+  }
+  memset(data, 3, 4096);
+  dao_buffer_release(b);
+  touch((char *)data + 100);
+  fprintf(stderr, "use of a released recycle buffer was not caught\n");
+  return 1;
+}
+
 /* Everything right: reused blocks, whole requested ranges written. */
 static int clean(void) {
   static const char *const strategies[] = {"buddy", "caching"};
@@ -103,6 +121,8 @@ int main(int argc, char **argv) {
   }
   if (strcmp(mode, "past_end_buddy") == 0) return past_the_end(dao_place_cpu(), "buddy");
   if (strcmp(mode, "past_end_caching") == 0) return past_the_end(dao_place_sim(0), "caching");
+  if (strcmp(mode, "recycle_cpu") == 0) return recycle_after_release(dao_place_cpu());
+  if (strcmp(mode, "recycle_sim") == 0) return recycle_after_release(dao_place_sim(0));
   if (strcmp(mode, "clean") == 0) return clean();
   fprintf(stderr, "unknown mode '%s'\n", mode);
   return 2;

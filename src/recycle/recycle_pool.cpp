@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "capi/allocator_handle.hpp"
+#include "util/asan_poison.hpp"
 #include "capi/guard.hpp"
 #include "core/config.hpp"
 #include "core/error.hpp"
@@ -236,6 +237,7 @@ std::unique_ptr<recycle_pool> recycle_pool::create(dao_place place, std::size_t 
   // Preallocation: on failure the pool's destructor frees what was made.
   for (std::size_t i = 0; i < p.preallocate; ++i) {
     dao_buffer* b = pool->create_buffer(false, function);
+    pool->poison(b->data);
     pool->free_.push(b->index, [](std::uint64_t) {});
   }
   return pool;
@@ -256,15 +258,25 @@ recycle_pool::recycle_pool(dao_place place, dao_allocator& allocator, std::size_
       free_(ring_capacity(max_buffers)),
       ready_(ring_capacity(max_buffers)) {
   for (int d = 0; d < ndim; ++d) shape_[d] = shape[d];
+  host_memory_ = allocator.impl->upstream().host_accessible();
 }
 
 recycle_pool::~recycle_pool() { free_all_memory(); }
+
+void recycle_pool::poison(const void* data) const noexcept {
+  if (host_memory_) asan_poison(data, bytes_);
+}
+
+void recycle_pool::unpoison(const void* data) const noexcept {
+  if (host_memory_) asan_unpoison(data, bytes_);
+}
 
 void recycle_pool::free_all_memory() noexcept {
   const std::size_t n = created_.load(std::memory_order_acquire);
   for (std::size_t i = 0; i < n; ++i) {
     dao_buffer& b = records_[i];
     b.magic = 0;
+    unpoison(b.data);  // a free buffer is poisoned; the allocator takes it back whole
     try {
       allocator_->impl->deallocate(b.data);
     } catch (...) {
@@ -475,6 +487,7 @@ bool recycle_pool::pop_free(dao_buffer*& out) noexcept {
   std::uint32_t i;
   if (!free_.try_pop(i)) return false;
   dao_buffer& b = records_[i];
+  unpoison(b.data);
   // A free buffer's state is 0 and nobody may change it (retain and release
   // refuse a free buffer without writing), so a plain store takes it.
   b.state.store(1, std::memory_order_relaxed);
@@ -632,6 +645,7 @@ dao_status recycle_pool::release(dao_buffer& b) {
   }
   if (s - 1 == 0) {  // the last reference of a buffer that is not queued
     update_counts(kFree - kHeld, grown_free);
+    poison(b.data);  // a use after the last release is reported under ASan
     free_.push(b.index, [](std::uint64_t) {});
     wake_one(free_wait_);
   }

@@ -176,7 +176,12 @@ class recycle_pool {
 
   // --- fixed at create (read-mostly) ---
   dao_place place_;
+  // Free buffers of host memory are poisoned for ASan (no-ops without it).
+  void poison(const void* data) const noexcept;
+  void unpoison(const void* data) const noexcept;
+
   dao_allocator* allocator_;
+  bool host_memory_ = false;  // the place's memory is host memory: poisoned when free
   std::size_t element_size_;
   int ndim_;
   std::size_t shape_[DAO_RECYCLE_MAX_DIMS] = {};
