@@ -405,13 +405,13 @@ void tiered_pool::submit(dao_kernel_fn fn, void* user_data, dao_tensor* const* i
   if (outputs == nullptr && output_count != 0) {
     throw invalid_argument("dao_kernel_submit: outputs is NULL but output_count is not 0");
   }
-  auto o = std::make_unique<op>();
+  std::lock_guard<std::mutex> lock(mu_);
+  std::unique_ptr<op> o = take_op();
   o->what = op::kind::kernel;
   o->fn = fn;
   o->user_data = user_data;
   o->inputs.assign(inputs, inputs + input_count);
   o->outputs.assign(outputs, outputs + output_count);
-  std::lock_guard<std::mutex> lock(mu_);
   require_not_failed(f);
   for (dao_tensor* t : o->inputs) check_tensor(t, f, "an input");
   for (dao_tensor* t : o->outputs) check_tensor(t, f, "an output");
@@ -522,8 +522,41 @@ void tiered_pool::finish(op* o) {
   if (o->caller_owned) {
     o->done = true;
   } else {
-    delete o;
+    recycle_op(o);
   }
+}
+
+// Ops are reused (mu_ held): a kernel op's vectors keep their capacity, so a
+// submit allocates nothing once the pool has warmed up.
+std::unique_ptr<tiered_pool::op> tiered_pool::take_op() {
+  if (spare_ops_.empty()) return std::make_unique<op>();
+  std::unique_ptr<op> o = std::move(spare_ops_.back());
+  spare_ops_.pop_back();
+  return o;
+}
+
+void tiered_pool::recycle_op(op* o) noexcept {
+  constexpr std::size_t kSpareOps = 256;
+  o->what = op::kind::kernel;
+  o->t = o->seq = 0;
+  o->fn = nullptr;
+  o->user_data = nullptr;
+  o->inputs.clear();
+  o->outputs.clear();
+  o->distinct.clear();
+  o->tensor = nullptr;
+  o->staging = nullptr;
+  o->dst = nullptr;
+  o->status = DAO_OK;
+  o->message.clear();
+  if (spare_ops_.size() < kSpareOps) {
+    try {
+      spare_ops_.emplace_back(o);
+      return;
+    } catch (...) {
+    }
+  }
+  delete o;
 }
 
 void tiered_pool::discard(op& o) {

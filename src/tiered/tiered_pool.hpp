@@ -120,6 +120,8 @@ class tiered_pool {
   void append_access(dao_tensor& t, std::uint64_t time, bool read, bool write);
   void push(op* o);
   void queued();
+  std::unique_ptr<op> take_op();
+  void recycle_op(op* o) noexcept;
   template <class Done>
   void wait_for(std::unique_lock<std::mutex>& lock, std::uint64_t target, Done done);
 
@@ -214,6 +216,7 @@ class tiered_pool {
   bool executor_idle_ = false;            // the executor sleeps on work_cv_
   std::uint64_t wake_at_ = UINT64_MAX;    // ops_completed_ that a waiter needs
   std::vector<void*> in_ptrs_, out_ptrs_;  // the executor's, for each kernel's pointers
+  std::vector<std::unique_ptr<op>> spare_ops_;  // finished ops, for reuse
   std::uint64_t next_id_ = 0;
   bool stopping_ = false;
   bool failed_ = false;
