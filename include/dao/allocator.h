@@ -342,7 +342,9 @@ DAO_API dao_status dao_allocator_info(dao_allocator *a, dao_place *place,
  * @brief Read one detailed statistic.
  *
  * "caching" keeps every metric for every pool. "buddy" and "system" keep
- * ::DAO_STAT_POOL_ALL of the allocated, reserved and requested metrics.
+ * ::DAO_STAT_POOL_ALL of the allocated, active (equal to allocated: they
+ * free at once), reserved (bytes and segments) and requested metrics, and
+ * no inactive-split metric.
  * @param[in]  a      The allocator.
  * @param[in]  metric What to read.
  * @param[in]  pool   Which blocks.
