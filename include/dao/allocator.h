@@ -450,7 +450,8 @@ DAO_API dao_status dao_snapshot_block(const dao_snapshot *snapshot, size_t segme
 /**
  * @brief Destroy a snapshot.
  * @param[in] snapshot The snapshot; NULL does nothing.
- * @retval DAO_OK Destroyed.
+ * @retval DAO_OK                   Destroyed (or NULL).
+ * @retval DAO_ERR_INVALID_ARGUMENT Not a live snapshot handle; nothing freed.
  * @par Thread safety
  * No call may use @p snapshot concurrently or afterwards.
  */

@@ -52,7 +52,12 @@ typedef enum dao_status {
  * Success.
  * @var DAO_ERR_INVALID_ARGUMENT
  * An argument is NULL where it must not be, out of range, or malformed
- * (for example a config string with an unknown key). Nothing was changed.
+ * (for example a config string with an unknown key), or a handle argument
+ * is not a live handle of its type. Every handle starts with a magic value
+ * that each call checks, so a handle of another type, a pointer to
+ * something else, or a destroyed handle whose memory still holds the
+ * cleared magic is refused with this status (the message gives the
+ * pointer) rather than used. Nothing was changed.
  * @var DAO_ERR_OUT_OF_MEMORY
  * The place, the allocator's cap, or the system has no room for the request.
  * The message tells the size asked for and what the place holds.

@@ -3,6 +3,7 @@
 
 #include "capi/allocator_handle.hpp"
 #include "capi/guard.hpp"
+#include "capi/handle_magic.hpp"
 #include "capi/sized_struct.hpp"
 #include "resource/stream.hpp"
 #include "core/place_defaults.hpp"
@@ -13,7 +14,7 @@ namespace dao::detail {
 
 dao_allocator& checked(dao_allocator* a, const char* function) {
   require_non_null(a, function, "allocator");
-  if (a->magic != dao_allocator::kMagic) {
+  if (!has_magic<dao_allocator>(a)) {
     throw invalid_argument(strprintf("%s: %p is not a live dao_allocator handle", function,
                                      static_cast<void*>(a)));
   }

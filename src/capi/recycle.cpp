@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "capi/guard.hpp"
+#include "capi/handle_magic.hpp"
 #include "capi/sized_struct.hpp"
 #include "dao/recycle.h"
 #include "recycle/collection.hpp"
@@ -14,17 +15,6 @@
 namespace dao::detail {
 
 namespace {
-
-// Whether `p` may be a T handle: aligned as a T, with T's magic at its start.
-// The magic is read as bytes, so a pointer to something else (even a
-// misaligned one) is refused without undefined behaviour.
-template <class T>
-bool has_magic(const void* p) noexcept {
-  if (reinterpret_cast<std::uintptr_t>(p) % alignof(T) != 0) return false;
-  std::uint64_t magic = 0;
-  std::memcpy(&magic, p, sizeof magic);
-  return magic == T::kMagic;
-}
 
 }  // namespace
 

@@ -4,12 +4,22 @@
 
 #include "capi/allocator_handle.hpp"
 #include "capi/guard.hpp"
+#include "capi/handle_magic.hpp"
 #include "capi/sized_struct.hpp"
 #include "util/format.hpp"
 
 using namespace dao::detail;
 
 namespace {
+
+const dao_snapshot& checked_snapshot(const dao_snapshot* snapshot, const char* function) {
+  require_non_null(snapshot, function, "snapshot");
+  if (!has_magic<dao_snapshot>(snapshot)) {
+    throw invalid_argument(strprintf("%s: %p is not a live dao_snapshot handle", function,
+                                     static_cast<const void*>(snapshot)));
+  }
+  return *snapshot;
+}
 
 const char* pool_name(dao_stat_pool pool) {
   return pool == DAO_STAT_POOL_SMALL ? "small" : pool == DAO_STAT_POOL_LARGE ? "large" : "all";
@@ -80,33 +90,33 @@ extern "C" dao_status dao_allocator_snapshot(dao_allocator* a, dao_snapshot** ou
 
 extern "C" dao_status dao_snapshot_segment_count(const dao_snapshot* snapshot, size_t* count) {
   return guarded([&] {
-    require_non_null(snapshot, "dao_snapshot_segment_count", "snapshot");
+    const dao_snapshot& snap = checked_snapshot(snapshot, "dao_snapshot_segment_count");
     require_non_null(count, "dao_snapshot_segment_count", "count");
-    *count = snapshot->segments.size();
+    *count = snap.segments.size();
   });
 }
 
 extern "C" dao_status dao_snapshot_segment(const dao_snapshot* snapshot, size_t index,
                                            dao_segment_info* info) {
   return guarded([&] {
-    require_non_null(snapshot, "dao_snapshot_segment", "snapshot");
-    if (index >= snapshot->segments.size()) {
+    const dao_snapshot& snap = checked_snapshot(snapshot, "dao_snapshot_segment");
+    if (index >= snap.segments.size()) {
       throw invalid_argument(strprintf("dao_snapshot_segment: index %zu is out of range (%zu segments)",
-                                       index, snapshot->segments.size()));
+                                       index, snap.segments.size()));
     }
-    write_sized(snapshot->segments[index].info, info, "dao_snapshot_segment", "info");
+    write_sized(snap.segments[index].info, info, "dao_snapshot_segment", "info");
   });
 }
 
 extern "C" dao_status dao_snapshot_block(const dao_snapshot* snapshot, size_t segment, size_t index,
                                          dao_block_info* info) {
   return guarded([&] {
-    require_non_null(snapshot, "dao_snapshot_block", "snapshot");
-    if (segment >= snapshot->segments.size()) {
+    const dao_snapshot& snap = checked_snapshot(snapshot, "dao_snapshot_block");
+    if (segment >= snap.segments.size()) {
       throw invalid_argument(strprintf("dao_snapshot_block: segment %zu is out of range (%zu segments)",
-                                       segment, snapshot->segments.size()));
+                                       segment, snap.segments.size()));
     }
-    const auto& blocks = snapshot->segments[segment].blocks;
+    const auto& blocks = snap.segments[segment].blocks;
     if (index >= blocks.size()) {
       throw invalid_argument(strprintf("dao_snapshot_block: block %zu is out of range (%zu blocks)",
                                        index, blocks.size()));
@@ -116,8 +126,12 @@ extern "C" dao_status dao_snapshot_block(const dao_snapshot* snapshot, size_t se
 }
 
 extern "C" dao_status dao_snapshot_destroy(dao_snapshot* snapshot) {
-  delete snapshot;
-  return DAO_OK;
+  if (snapshot == nullptr) return DAO_OK;  // like free(NULL)
+  return guarded([&] {
+    checked_snapshot(snapshot, "dao_snapshot_destroy");
+    snapshot->magic = 0;  // a second destroy of the same memory is refused while it lasts
+    delete snapshot;
+  });
 }
 
 extern "C" dao_status dao_allocator_snapshot_json(dao_allocator* a, char* buffer, size_t capacity,

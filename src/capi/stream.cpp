@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "capi/guard.hpp"
+#include "capi/handle_magic.hpp"
 #include "resource/stream.hpp"
 #include "resource/system_resource.hpp"
 #include "util/format.hpp"
@@ -14,7 +15,7 @@ namespace dao::detail {
 
 dao_stream_st& checked_stream(dao_stream s, const char* function) {
   require_non_null(s, function, "stream");
-  if (s->magic != dao_stream_st::kMagic) {
+  if (!has_magic<dao_stream_st>(s)) {
     throw invalid_argument(strprintf("%s: %p is not a live dao_stream handle", function,
                                      static_cast<void*>(s)));
   }
@@ -23,7 +24,7 @@ dao_stream_st& checked_stream(dao_stream s, const char* function) {
 
 dao_event_st& checked_event(dao_event e, const char* function) {
   require_non_null(e, function, "event");
-  if (e->magic != dao_event_st::kMagic) {
+  if (!has_magic<dao_event_st>(e)) {
     throw invalid_argument(strprintf("%s: %p is not a live dao_event handle", function,
                                      static_cast<void*>(e)));
   }

@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "capi/guard.hpp"
+#include "capi/handle_magic.hpp"
 #include "dao/tiered.h"
 #include "tiered/tiered_pool.hpp"
 #include "util/format.hpp"
@@ -17,16 +18,6 @@ struct dao_tiered {
 
 namespace dao::detail {
 namespace {
-
-// Whether `p` may be a T handle: aligned as a T, with T's magic at its start
-// (read as bytes, so a pointer to something else is refused without UB).
-template <class T>
-bool has_magic(const void* p) noexcept {
-  if (reinterpret_cast<std::uintptr_t>(p) % alignof(T) != 0) return false;
-  std::uint64_t magic = 0;
-  std::memcpy(&magic, p, sizeof magic);
-  return magic == T::kMagic;
-}
 
 dao_tiered& checked_tiered(dao_tiered* pool, const char* function) {
   require_non_null(pool, function, "pool");

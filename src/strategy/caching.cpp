@@ -755,7 +755,10 @@ std::uint32_t caching_strategy::obtain_block(std::uint32_t pool_index, std::size
     return i;
   }
   ++counters_.failed_alloc_count;
-  throw oom(size, "the place has no room for it");
+  // Say which bound stopped it: the allocator's own limit, or the place.
+  throw oom(size, within_limit(size) ? "the place has no room for it"
+                                     : "the allocator's limit (max_pool or memory_fraction) "
+                                       "would be exceeded");
 }
 
 // Splits off what `size` does not need (a free block of its own) and returns

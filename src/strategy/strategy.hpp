@@ -16,6 +16,8 @@
 
 // An immutable copy of a strategy's segments and blocks (dao_snapshot).
 struct dao_snapshot {
+  static constexpr std::uint64_t kMagic = 0x64616f736e617000ull;  // "daosnap"
+  std::uint64_t magic = kMagic;  // first: checked on every call (capi/handle_magic.hpp)
   struct segment {
     dao_segment_info info;
     std::vector<dao_block_info> blocks;

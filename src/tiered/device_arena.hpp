@@ -19,7 +19,10 @@ namespace dao::detail {
 // Every block is a multiple of this (and so starts aligned to it).
 inline constexpr std::size_t kArenaGranule = 256;
 
+// Rounds up to whole granules; a size that cannot be rounded (within a
+// granule of SIZE_MAX) gives SIZE_MAX, larger than any budget, never 0.
 inline std::size_t arena_round(std::size_t bytes) noexcept {
+  if (bytes > SIZE_MAX - (kArenaGranule - 1)) return SIZE_MAX;
   return (bytes + kArenaGranule - 1) / kArenaGranule * kArenaGranule;
 }
 

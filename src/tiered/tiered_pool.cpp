@@ -243,7 +243,7 @@ void tiered_pool::set_score_callback(dao_score_fn score, void* user_data) {
 
 dao_tensor* tiered_pool::create_tensor(std::size_t bytes) {
   if (bytes == 0) throw invalid_argument("dao_tensor_create: bytes must be > 0");
-  if (arena_round(bytes) > arena_.capacity()) {
+  if (bytes > arena_.capacity() || arena_round(bytes) > arena_.capacity()) {
     throw out_of_memory(strprintf(
         "dao_tensor_create: a tensor of %zu bytes does not fit in the device budget of %zu "
         "bytes",

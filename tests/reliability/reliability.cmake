@@ -1,0 +1,23 @@
+# Included by tests/CMakeLists.txt (so CMAKE_CURRENT_SOURCE_DIR is tests/).
+#
+# test_bad_input: one table of every exported function with every kind of
+#   bad argument it can get and the status it must give. It reads the
+#   library's exported symbols (nm -D) and fails when a function has no row.
+# test_misuse: double frees, frees on the wrong place or allocator, interior
+#   pointers, handles of the wrong type, buffers released too often, tensors
+#   used after release; each is refused with a status and a message, and
+#   changes nothing.
+foreach(reliability_test test_bad_input test_misuse)
+  add_executable(${reliability_test}
+                 ${CMAKE_CURRENT_SOURCE_DIR}/reliability/${reliability_test}.c)
+  target_include_directories(${reliability_test} PRIVATE ${CMOCKA_INCLUDE_DIR}
+                             ${CMAKE_CURRENT_SOURCE_DIR})
+  target_link_libraries(${reliability_test} PRIVATE dao ${CMOCKA_LIBRARY} Threads::Threads)
+  target_compile_options(${reliability_test} PRIVATE ${DAO_WARNING_FLAGS})
+endforeach()
+
+add_test(NAME test_bad_input COMMAND test_bad_input $<TARGET_FILE:dao>)
+add_test(NAME test_misuse COMMAND test_misuse)
+set_tests_properties(test_bad_input test_misuse PROPERTIES
+                     ENVIRONMENT "DAO_SIM_DEVICES=2x64MiB"
+                     LABELS "unit;reliability" TIMEOUT 300)
