@@ -1,0 +1,29 @@
+# Included from tests/CMakeLists.txt: the checks that a distribution and the
+# programs linked against libdao rely on (docs/abi.md, docs/packaging.md).
+
+# The version stated everywhere agrees with include/dao/version.h.
+add_test(NAME version_consistency
+  COMMAND ${CMAKE_CURRENT_LIST_DIR}/check-version.sh
+          ${PROJECT_SOURCE_DIR} ${PROJECT_VERSION} ${PROJECT_BINARY_DIR})
+set_tests_properties(version_consistency PROPERTIES LABELS unit TIMEOUT 60)
+
+# Every config key and environment variable the code knows is in the table of
+# docs/environment.md, and the table names nothing else.
+add_test(NAME config_docs
+  COMMAND ${CMAKE_CURRENT_LIST_DIR}/check-config-docs.sh ${PROJECT_SOURCE_DIR})
+set_tests_properties(config_docs PROPERTIES LABELS unit TIMEOUT 60)
+
+# The ABI of libdao.so against the baseline in abi/ (abidiff, from Debian's
+# abigail-tools). A build without debug information cannot be compared: the
+# script exits 77 and ctest reports the test as skipped.
+find_program(DAO_ABIDIFF abidiff)
+if(DAO_ABIDIFF)
+  add_test(NAME abi_check
+    COMMAND ${PROJECT_SOURCE_DIR}/scripts/check-abi.sh ${PROJECT_BINARY_DIR})
+  set_tests_properties(abi_check PROPERTIES
+    LABELS abi
+    SKIP_RETURN_CODE 77
+    TIMEOUT 300)
+else()
+  message(STATUS "abi check skipped: abidiff not found (Debian: apt-get install abigail-tools)")
+endif()
