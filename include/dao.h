@@ -18,5 +18,6 @@
 #include "dao/sim.h"
 #include "dao/recycle.h"
 #include "dao/tiered.h"
+#include "dao/whole.h"
 
 #endif /* DAO_H */

@@ -35,6 +35,9 @@ need_file /usr/include/mimalloc.h libmimalloc-dev
 # The Fortran binding and the Julia binding's static checks.
 need_cmd gfortran gfortran
 need_cmd python3 python3
+# Partitioned memory over MPI (libdao-mpi and its mpirun tests).
+need_cmd mpicc libopenmpi-dev
+need_cmd mpirun openmpi-bin
 # The ABI check (abidiff against abi/) and the fuzz harnesses (libFuzzer).
 need_cmd abidiff abigail-tools
 need_cmd clang clang
@@ -82,7 +85,7 @@ if [ "${DAO_TEST_SANITIZERS:-1}" != "0" ]; then
     -DDAO_SANITIZE=thread -DDAO_BUILD_BENCH=OFF -DDAO_BUILD_EXAMPLES=OFF \
     -DDAO_BUILD_TOOLS=OFF >/dev/null
   # Every test of code that runs on several threads.
-  tsan_tests="test_stress test_status test_stream test_caching test_recycle test_recycle_stress test_tiered"
+  tsan_tests="test_stress test_status test_stream test_caching test_recycle test_recycle_stress test_tiered test_whole"
   # shellcheck disable=SC2086
   cmake --build "$root/build-tsan" -j "$jobs" --target $tsan_tests
   run_ctest "$root/build-tsan" -R "^($(echo $tsan_tests | tr ' ' '|'))\$"

@@ -2477,3 +2477,6 @@ ROW(tiered_destroy_handle_type, "dao_tiered_destroy", "handle of another type (a
   BAD(dao_tiered_destroy((dao_tiered *)named(f, f->t)));
   BAD(dao_tiered_destroy((dao_tiered *)named(f, f->pool)));
 })
+
+/* Partitioned memory (dao_comm_*, dao_whole_*). */
+#include "whole/bad_input_rows_whole.h"

@@ -1,0 +1,60 @@
+// Communicators over the in-process transport or a transport handed in.
+#include "whole/communicator.hpp"
+
+#include <cstring>
+
+#include "core/error.hpp"
+#include "resource/system_resource.hpp"
+#include "util/format.hpp"
+#include "whole/collective.hpp"
+#include "whole/local_transport.hpp"
+
+namespace dao::detail::whole {
+
+std::vector<std::unique_ptr<communicator>> make_local_communicators(
+    const std::vector<dao_place>& places) {
+  for (std::size_t i = 0; i < places.size(); ++i) {
+    try {
+      resource_for(places[i]);
+    } catch (const error& e) {
+      throw error(e.status(), strprintf("places[%zu]: %s", i, e.what()));
+    }
+  }
+  std::vector<std::unique_ptr<transport>> transports =
+      make_local_group(static_cast<int>(places.size()));
+  std::vector<std::unique_ptr<communicator>> out;
+  out.reserve(places.size());
+  for (auto& t : transports) out.push_back(std::make_unique<communicator>(std::move(t), places));
+  return out;
+}
+
+std::unique_ptr<communicator> make_communicator(std::unique_ptr<transport> t, dao_place place,
+                                                const char* function, const outcome& pre) {
+  const outcome mine = pre.ok() ? capture([&] { resource_for(place); }) : pre;
+  call c{function,
+         call_kind::comm_create,
+         0,
+         {{"whether ranks share host memory", t->shares_host_memory() ? 1u : 0u}},
+         {},
+         nullptr};
+  agree_on_call(*t, c, mine);
+  // Places as plain ints: a kind travels as the int the caller passed.
+  struct wire {
+    std::int32_t kind;
+    std::int32_t device;
+  } w{raw_kind(place.kind), place.device};
+  std::vector<wire> all(static_cast<std::size_t>(t->size()));
+  t->allgather(&w, sizeof w, all.data());
+  std::vector<dao_place> places;
+  places.reserve(all.size());
+  for (const wire& x : all) {
+    dao_place p;
+    std::memset(&p, 0, sizeof p);
+    std::memcpy(&p.kind, &x.kind, sizeof x.kind);
+    p.device = x.device;
+    places.push_back(p);
+  }
+  return std::make_unique<communicator>(std::move(t), std::move(places));
+}
+
+}  // namespace dao::detail::whole

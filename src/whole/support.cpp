@@ -1,0 +1,96 @@
+// The types x locations table of whole memory (see docs/whole.md).
+#include "whole/support.hpp"
+
+#include "core/error.hpp"
+#include "dao/whole.h"
+#include "resource/system_resource.hpp"
+#include "util/format.hpp"
+
+namespace dao::detail::whole {
+namespace {
+
+// Capabilities by kind, so that every rank decides alike without asking
+// another process's devices.
+bool host_accessible_kind(int kind) noexcept {
+  return kind == DAO_PLACE_CPU || kind == DAO_PLACE_SIM || kind == DAO_PLACE_CUDA_PINNED ||
+         kind == DAO_PLACE_CUDA_MANAGED;
+}
+
+// Places whose memory can be mapped page by page into one reserved range.
+bool mappable_kind(int kind) noexcept { return kind == DAO_PLACE_CPU || kind == DAO_PLACE_SIM; }
+
+}  // namespace
+
+const char* type_name(int type) noexcept {
+  switch (type) {
+    case DAO_WHOLE_CONTINUOUS: return "continuous";
+    case DAO_WHOLE_CHUNKED: return "chunked";
+    case DAO_WHOLE_DISTRIBUTED: return "distributed";
+    default: return "unknown";
+  }
+}
+
+const char* location_name(int location) noexcept {
+  switch (location) {
+    case DAO_WHOLE_DEVICE: return "device";
+    case DAO_WHOLE_HOST: return "host";
+    default: return "unknown";
+  }
+}
+
+dao_place part_place(const communicator& comm, int rank, int location) {
+  if (location == DAO_WHOLE_HOST) return dao_place{DAO_PLACE_CPU, 0};
+  return comm.place(rank);
+}
+
+void check_support(const communicator& comm, int type, int location) {
+  if (type < DAO_WHOLE_CONTINUOUS || type > DAO_WHOLE_DISTRIBUTED) {
+    throw invalid_argument(strprintf(
+        "type %d is not a dao_whole_type (0 continuous, 1 chunked, 2 distributed)", type));
+  }
+  if (location != DAO_WHOLE_DEVICE && location != DAO_WHOLE_HOST) {
+    throw invalid_argument(
+        strprintf("location %d is not a dao_whole_location (0 device, 1 host)", location));
+  }
+  const transport& t = comm.net();
+  const bool mapped = type != DAO_WHOLE_DISTRIBUTED;
+  for (int r = 0; r < comm.size(); ++r) {
+    const dao_place p = part_place(comm, r, location);
+    const int kind = raw_kind(p.kind);
+    const std::string where = place_to_string(p);
+    if (!host_accessible_kind(kind)) {
+      throw unsupported(strprintf(
+          "%s %s memory: rank %d's part would be on %s, device memory that this version of "
+          "libdao cannot map between ranks (CUDA IPC or the driver's virtual memory management) "
+          "nor copy with one-sided communication; use location host (DAO_WHOLE_HOST)",
+          type_name(type), location_name(location), r, where.c_str()));
+    }
+    if (t.shares_address_space()) {
+      if (type == DAO_WHOLE_CONTINUOUS && !mappable_kind(kind)) {
+        throw unsupported(strprintf(
+            "continuous %s memory needs one range of addresses backed page by page by every "
+            "rank's place, and rank %d's place %s cannot be mapped so; use chunked "
+            "(DAO_WHOLE_CHUNKED) or distributed (DAO_WHOLE_DISTRIBUTED), or location host",
+            location_name(location), r, where.c_str()));
+      }
+      continue;
+    }
+    if (!mapped) continue;
+    if (kind != DAO_PLACE_CPU) {
+      throw unsupported(strprintf(
+          "%s %s memory over %s ranks in several processes is host memory shared through the "
+          "transport, and rank %d's part would be on %s, which another process cannot map; use "
+          "location host (DAO_WHOLE_HOST), or type distributed (DAO_WHOLE_DISTRIBUTED)",
+          type_name(type), location_name(location), t.name(), r, where.c_str()));
+    }
+    if (!t.shares_host_memory()) {
+      throw unsupported(strprintf(
+          "%s memory between processes needs every rank on one node (%s shared-memory "
+          "windows), and these %d ranks are on more than one node; use type distributed "
+          "(DAO_WHOLE_DISTRIBUTED)",
+          type_name(type), t.name(), comm.size()));
+    }
+  }
+}
+
+}  // namespace dao::detail::whole

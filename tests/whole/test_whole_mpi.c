@@ -1,0 +1,224 @@
+/* Partitioned memory over MPI (whole_mpi.h), one rank per process: run with
+ * `mpiexec -n 4` (ctest does). Every type on the host (MPI shared-memory
+ * windows for mapped memory, MPI_Get/MPI_Put windows for distributed
+ * memory); the ranks' own places (CPU, and SIM devices, whose memory
+ * another process cannot map: distributed only, with a message that says
+ * so); the partition rule's edge cases; gather and scatter of random
+ * indices against a reference; store and load; ranks that disagree; a
+ * communicator split from MPI_COMM_WORLD; bad input.
+ *
+ * Each check runs on every rank; a test passes when no rank recorded a
+ * failure (an allreduce of the counts), so every rank reaches the same
+ * verdict and no rank leaves the others waiting. Only rank 0 prints
+ * cmocka's report; every rank prints its own failures to stderr.
+ *
+ * Runs with DAO_SIM_DEVICES=4x64MiB (each process its own SIM devices). */
+#define _GNU_SOURCE
+#define OMPI_SKIP_MPICXX 1
+#define MPICH_SKIP_MPICXX 1
+
+#include <unistd.h>
+
+#include <dao/whole_mpi.h>
+
+#include "dao_test.h"
+#include "whole/whole_body.h"
+
+static int world_rank, world_size;
+static char file_prefix[256];
+
+/* Runs body on every process over `comm` with this process on `place`, and
+ * asserts on every process that no process failed. */
+static void run_mpi(MPI_Comm mpi, dao_place place, void (*body)(wb_ctx *, void *), void *arg) {
+  wb_ctx c;
+  dao_comm *comm = NULL;
+  int total = 0;
+  memset(&c, 0, sizeof c);
+  c.file_prefix = file_prefix;
+  MPI_Comm_rank(mpi, &c.rank);
+  MPI_Comm_size(mpi, &c.size);
+  if (WB_OK(&c, dao_comm_create_mpi(mpi, place, &c.comm))) {
+    int r = -1, s = -1;
+    dao_comm_info info;
+    WB_OK(&c, dao_comm_rank(c.comm, &r));
+    WB_OK(&c, dao_comm_size(c.comm, &s));
+    WB_CHECK(&c, r == c.rank && s == c.size);
+    memset(&info, 0, sizeof info);
+    info.struct_size = sizeof info;
+    WB_OK(&c, dao_comm_get_info(c.comm, &info));
+    WB_CHECK(&c, strcmp(info.transport, "mpi") == 0);
+    WB_CHECK(&c, info.shares_address_space == 0 && info.shares_host_memory == 1);
+    comm = c.comm;
+    body(&c, arg);
+    WB_OK(&c, dao_comm_destroy(comm));
+  }
+  if (c.failures > 0) fprintf(stderr, "rank %d: first failure: %s\n", world_rank, c.first);
+  MPI_Allreduce(&c.failures, &total, 1, MPI_INT, MPI_SUM, mpi);
+  assert_int_equal(total, 0);
+}
+
+static int expect;
+
+static void body_shapes(wb_ctx *c, void *arg) {
+  dao_whole_location location = *(const dao_whole_location *)arg;
+  int n = wb_all_shapes(c, location);
+  WB_CHECKF(c, n == expect, "%d types supported on %s, expected %d", n,
+            dao_whole_location_name(location), expect);
+}
+
+static void test_host(void **state) {
+  dao_whole_location host = DAO_WHOLE_HOST, device = DAO_WHOLE_DEVICE;
+  (void)state;
+  expect = 3;
+  run_mpi(MPI_COMM_WORLD, dao_place_cpu(), body_shapes, &host);
+  /* The CPU as each rank's own place: the same memory. */
+  run_mpi(MPI_COMM_WORLD, dao_place_cpu(), body_shapes, &device);
+}
+
+static void body_sim(wb_ctx *c, void *arg) {
+  dao_whole_location device = DAO_WHOLE_DEVICE;
+  (void)arg;
+  WB_FAILS(c, dao_whole_supported(c->comm, DAO_WHOLE_CHUNKED, DAO_WHOLE_DEVICE),
+           DAO_ERR_UNSUPPORTED, "DAO_WHOLE_DISTRIBUTED");
+  WB_FAILS(c, dao_whole_supported(c->comm, DAO_WHOLE_CONTINUOUS, DAO_WHOLE_DEVICE),
+           DAO_ERR_UNSUPPORTED, "DAO_WHOLE_HOST");
+  {
+    dao_whole_desc d = wb_desc(DAO_WHOLE_CONTINUOUS, DAO_WHOLE_DEVICE, 10, 8);
+    dao_whole *w = (dao_whole *)1;
+    WB_FAILS(c, dao_whole_create(c->comm, &d, &w), DAO_ERR_UNSUPPORTED, "cannot map");
+    WB_CHECK(c, w == NULL);
+  }
+  expect = 1;
+  body_shapes(c, &device);
+  /* Distributed memory on the SIM devices really is there. */
+  {
+    dao_whole_desc d = wb_desc(DAO_WHOLE_DISTRIBUTED, DAO_WHOLE_DEVICE, 4000, 256);
+    dao_whole *w = NULL;
+    dao_place mine;
+    size_t used0 = 0, used1 = 0;
+    WB_OK(c, dao_comm_rank_place(c->comm, c->rank, &mine));
+    WB_OK(c, dao_used(mine, &used0));
+    if (WB_OK(c, dao_whole_create(c->comm, &d, &w))) {
+      dao_whole_info info;
+      memset(&info, 0, sizeof info);
+      info.struct_size = sizeof info;
+      WB_OK(c, dao_whole_get_info(w, &info));
+      WB_CHECK(c, info.place.kind == DAO_PLACE_SIM && info.place.device == mine.device);
+      WB_OK(c, dao_used(mine, &used1));
+      WB_CHECKF(c, used1 - used0 >= 1000 * 256, "sim:%d holds %zu more bytes, expected >= %d",
+                mine.device, used1 - used0, 1000 * 256);
+      WB_OK(c, dao_whole_destroy(w));
+    }
+  }
+  /* The host still has every type. */
+  expect = 3;
+  {
+    dao_whole_location host = DAO_WHOLE_HOST;
+    body_shapes(c, &host);
+  }
+}
+
+static void test_sim_places(void **state) {
+  (void)state;
+  run_mpi(MPI_COMM_WORLD, dao_place_sim(world_rank % 4), body_sim, NULL);
+}
+
+static void body_errors(wb_ctx *c, void *arg) {
+  (void)arg;
+  wb_bad_descriptions(c);
+  wb_disagreement(c);
+}
+
+static void test_disagreement(void **state) {
+  (void)state;
+  run_mpi(MPI_COMM_WORLD, dao_place_cpu(), body_errors, NULL);
+}
+
+static void body_files(wb_ctx *c, void *arg) {
+  dao_whole_location location = *(const dao_whole_location *)arg;
+  wb_file_roundtrip(c, DAO_WHOLE_CONTINUOUS, DAO_WHOLE_DISTRIBUTED, location, 1001, 24);
+  wb_file_roundtrip(c, DAO_WHOLE_DISTRIBUTED, DAO_WHOLE_CHUNKED, location, 3, 7);
+  wb_file_roundtrip(c, DAO_WHOLE_CHUNKED, DAO_WHOLE_CONTINUOUS, location, 5000, 40);
+  wb_file_roundtrip(c, DAO_WHOLE_DISTRIBUTED, DAO_WHOLE_DISTRIBUTED, location, 77, 9);
+}
+
+static void test_files(void **state) {
+  dao_whole_location host = DAO_WHOLE_HOST;
+  (void)state;
+  run_mpi(MPI_COMM_WORLD, dao_place_cpu(), body_files, &host);
+}
+
+/* Two communicators split from the world, each with its own objects; the
+ * halves run at once (Open MPI gives both the same communicator id, which
+ * its shared-memory files of MPI_Win_allocate windows collide on: see
+ * op_window_allocate in src/whole/mpi/mpi_transport.cpp). */
+static void test_split(void **state) {
+  MPI_Comm half;
+  dao_whole_location host = DAO_WHOLE_HOST;
+  (void)state;
+  MPI_Comm_split(MPI_COMM_WORLD, world_rank % 2, world_rank, &half);
+  expect = 3;
+  run_mpi(half, dao_place_cpu(), body_shapes, &host);
+  /* Windows over each process's own SIM memory (MPI_Win_create). */
+  run_mpi(half, dao_place_sim(world_rank % 4), body_sim, NULL);
+  MPI_Comm_free(&half);
+}
+
+static void test_bad_create(void **state) {
+  dao_comm *comm = (dao_comm *)1;
+  int failures = 0, total = 0;
+  (void)state;
+  if (dao_comm_create_mpi(MPI_COMM_NULL, dao_place_cpu(), &comm) != DAO_ERR_INVALID_ARGUMENT ||
+      strstr(dao_last_error(), "MPI_COMM_NULL") == NULL || comm != NULL) {
+    fprintf(stderr, "rank %d: MPI_COMM_NULL: %s\n", world_rank, dao_last_error());
+    ++failures;
+  }
+  /* A NULL out on one rank fails every rank, naming it. */
+  comm = (dao_comm *)1;
+  {
+    dao_status s = dao_comm_create_mpi(MPI_COMM_WORLD, dao_place_cpu(),
+                                       world_rank == world_size - 1 ? NULL : &comm);
+    char needle[64];
+    snprintf(needle, sizeof needle, "on rank %d of %d: out must not be NULL", world_size - 1,
+             world_size);
+    if (s != DAO_ERR_INVALID_ARGUMENT || strstr(dao_last_error(), needle) == NULL ||
+        strstr(dao_last_error(), "dao_comm_create_mpi") == NULL) {
+      fprintf(stderr, "rank %d: NULL out: %d %s\n", world_rank, (int)s, dao_last_error());
+      ++failures;
+    }
+    if (world_rank != world_size - 1 && comm != NULL) ++failures;
+  }
+  /* A place that does not exist on one rank. */
+  {
+    dao_status s = dao_comm_create_mpi(
+        MPI_COMM_WORLD, world_rank == 0 ? dao_place_sim(33) : dao_place_cpu(), &comm);
+    if (s != DAO_ERR_NO_DEVICE || strstr(dao_last_error(), "on rank 0") == NULL) {
+      fprintf(stderr, "rank %d: bad place: %d %s\n", world_rank, (int)s, dao_last_error());
+      ++failures;
+    }
+  }
+  MPI_Allreduce(&failures, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  assert_int_equal(total, 0);
+}
+
+int main(int argc, char **argv) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_bad_create),   cmocka_unit_test(test_host),
+      cmocka_unit_test(test_sim_places),   cmocka_unit_test(test_disagreement),
+      cmocka_unit_test(test_files),        cmocka_unit_test(test_split),
+  };
+  int provided = 0, result;
+  long pid;
+  const char *tmp = getenv("TMPDIR");
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_SERIALIZED, &provided);
+  MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &world_size);
+  pid = (long)getpid();
+  MPI_Bcast(&pid, 1, MPI_LONG, 0, MPI_COMM_WORLD);
+  snprintf(file_prefix, sizeof file_prefix, "%s/dao-test-whole-mpi-%ld",
+           tmp != NULL && tmp[0] != '\0' ? tmp : "/tmp", pid);
+  if (world_rank != 0 && freopen("/dev/null", "w", stdout) == NULL) return 1;
+  result = cmocka_run_group_tests(tests, NULL, NULL);
+  MPI_Finalize();
+  return result;
+}

@@ -1,0 +1,52 @@
+# Partitioned memory (include/dao/whole.h). Included by tests/CMakeLists.txt.
+#
+# test_whole: one process, a thread per rank, over SIM devices and the CPU,
+# and over a transport handed in through the C hook (label unit).
+# test_whole_mpi*: one process per rank under mpiexec, when libdao-mpi is
+# built (label mpi).
+
+dao_add_test_executable(test_whole whole/test_whole.c)
+# Four 64 MiB devices for the ranks, and a small one that a part does not fit.
+dao_unit_test(test_whole ENV "DAO_SIM_DEVICES=4x64MiB,16MiB")
+
+if(NOT DAO_MPI_ENABLED)
+  # The header needs <mpi.h>; without MPI there is nothing to check it with.
+  set_tests_properties(header_c99_dao_whole_mpi_h header_cxx_dao_whole_mpi_h
+                       PROPERTIES DISABLED TRUE)
+  return()
+endif()
+
+# whole_mpi.h includes <mpi.h>: give the header checks MPI's include path (as
+# system directories, like a compiler wrapper would).
+string(REPLACE ";" ":" _dao_mpi_include_path "${MPI_C_INCLUDE_DIRS}")
+set_tests_properties(header_c99_dao_whole_mpi_h PROPERTIES
+  ENVIRONMENT "C_INCLUDE_PATH=${_dao_mpi_include_path}")
+set_tests_properties(header_cxx_dao_whole_mpi_h PROPERTIES
+  ENVIRONMENT "CPLUS_INCLUDE_PATH=${_dao_mpi_include_path}")
+
+dao_add_test_executable(test_whole_mpi whole/test_whole_mpi.c)
+target_link_libraries(test_whole_mpi PRIVATE dao_mpi)
+
+# DAO_MPIEXEC_EXTRA_FLAGS and DAO_MPIEXEC_ENV come from src/whole/find_mpi.cmake.
+# Open MPI's own MPI_Init and MPI_Finalize leak about 120 KB (a program that
+# does nothing else shows the same), so a leak check of MPI programs says
+# nothing about libdao: test_whole runs with it, under ASan, instead.
+set(_dao_mpi_sanitizer_env "")
+if(DAO_SANITIZE MATCHES "address")
+  set(_dao_mpi_sanitizer_env "ASAN_OPTIONS=detect_leaks=0")
+endif()
+
+# dao_mpi_test(<name> <ranks>)
+function(dao_mpi_test name ranks)
+  add_test(NAME ${name}
+    COMMAND ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} ${ranks} ${DAO_MPIEXEC_EXTRA_FLAGS}
+            ${MPIEXEC_PREFLAGS} $<TARGET_FILE:test_whole_mpi> ${MPIEXEC_POSTFLAGS})
+  set_tests_properties(${name} PROPERTIES
+    ENVIRONMENT "DAO_SIM_DEVICES=4x64MiB;${DAO_MPIEXEC_ENV};${_dao_mpi_sanitizer_env}"
+    LABELS "mpi"
+    TIMEOUT 600)
+endfunction()
+dao_mpi_test(test_whole_mpi 4)
+# 3: uneven halves in test_split (2 ranks and 1); 1: a world of one.
+dao_mpi_test(test_whole_mpi_3 3)
+dao_mpi_test(test_whole_mpi_1 1)
