@@ -21,7 +21,7 @@ constexpr std::size_t kMaxArena = std::size_t(1) << 40;     // addresses per seg
 constexpr double kHeadroomStep = 0.05;  // reserve_headroom widens by this under churn
 constexpr double kMaxHeadroom = 1.0;    // and up to this
 constexpr std::uint64_t kChurnEvents = 256;  // releases that first widen it
-constexpr std::uint64_t kChurnRatio = 1024;  // and at least one per this many allocations
+constexpr std::uint64_t kChurnRatio = 65536;  // and at least one per this many allocations
 
 std::size_t round_up(std::size_t x, std::size_t unit) noexcept { return (x + unit - 1) / unit * unit; }
 std::size_t round_down(std::size_t x, std::size_t unit) noexcept { return x / unit * unit; }
