@@ -10,11 +10,13 @@ Checks, against the headers in include/ and BUILD_DIR/libdao.so:
      every low-level wrapper is used by the high-level layer;
   3. each ccall's argument types (count and types) and return type match the
      C prototype (DAO_API declarations), and it passes as many arguments as
-     it declares types;
+     it declares types (the prototype parser reads whole headers, sections
+     under `#ifdef DAO_EXPERIMENTAL` included);
   4. each Julia struct marked "# C layout: NAME" has the fields of the C
      struct NAME (same names, same order), and the same offsets, sizes and
      total size (a C program prints sizeof/offsetof; the Julia layout is
-     computed from the field types);
+     computed from the field types; the probe is compiled with
+     -DDAO_EXPERIMENTAL, so experimental structs are checked too);
   5. every DAO_* constant in Julia has the value of the C enumerator or macro
      of that name, and every C enumerator has a Julia constant;
   6. the Julia sources, the tests and the README example are structurally
@@ -528,7 +530,9 @@ def run_c_probe(jstructs, cstructs, consts):
             f.write("\n".join(lines) + "\n")
         cc = os.environ.get("CC", "cc")
         try:
-            r = subprocess.run([cc, "-std=c11", "-I", INCLUDE, csrc, "-o", exe],
+            # DAO_EXPERIMENTAL: the experimental parts of the headers (whole.h's
+            # dao_comm_transport) are bound too, so the probe must see them.
+            r = subprocess.run([cc, "-std=c11", "-DDAO_EXPERIMENTAL", "-I", INCLUDE, csrc, "-o", exe],
                                capture_output=True, text=True)
         except OSError as e:
             fail(f"cannot run the C compiler '{cc}' for the layout probe ({e}); set CC")

@@ -6,14 +6,15 @@ devices, pinned and managed memory, simulated devices).
 
 Two layers:
 
-- the C API as it is: `Dao.dao_alloc`, `Dao.dao_stream_create`, ... (all 82
+- the C API as it is: `Dao.dao_alloc`, `Dao.dao_stream_create`, ... (all 106
   functions, by their C names), the `DAO_*` constants, and Julia structs with
   the C layouts (`Place`, `AllocatorStats`, ...);
 - a Julia layer: [`Place`](@ref) values ([`cpu`](@ref), [`sim`](@ref),
   [`cuda`](@ref)), [`Block`](@ref)s of memory usable as arrays
   ([`HostArray`](@ref)), [`Allocator`](@ref)s with statistics and snapshots,
   [`Stream`](@ref)s and [`Event`](@ref)s, host functions with Julia callbacks,
-  [`RecyclePool`](@ref)s and [`TieredPool`](@ref)s. Handles free their C
+  [`RecyclePool`](@ref)s and [`TieredPool`](@ref)s, partitioned memory
+  ([`Comm`](@ref), [`WholeMemory`](@ref)). Handles free their C
   object in a finalizer; failures throw [`DaoError`](@ref).
 
 The library is found at load time: `ENV["DAO_LIBRARY"]` (full path),
@@ -31,7 +32,10 @@ export DaoError, CallbackError, Place, cpu, cuda, cuda_pinned, cuda_managed, sim
        Stream, Event, synchronize, isidle, isdone, record!, wait_event, memcpy!,
        launch_host_func, destroy!,
        RecyclePool, Buffer, Collection, acquire, submit!, retain, release, add!,
-       TieredPool, Tensor, write!, set_score_callback!
+       TieredPool, Tensor, write!, set_score_callback!,
+       Comm, WholeMemory, local_comms, nranks, rank_place, barrier, supported, partition,
+       entries, entry_rank, local_part, rank_part, whole_array, gather, gather!, scatter!,
+       store, load!
 
 include("library.jl")
 include("capi.jl")
@@ -44,6 +48,7 @@ include("memory.jl")
 include("allocator.jl")
 include("recycle.jl")
 include("tiered.jl")
+include("whole.jl")
 
 function __init__()
     _load_library()

@@ -247,14 +247,129 @@ struct TieredStats
     tensors_live::UInt64
 end
 
+# --- partitioned memory (whole.h) ---------------------------------------------
+
+const DAO_COMM_LOCAL_MAX_RANKS = 1024
+
+const DAO_WHOLE_CONTINUOUS = Cint(0)
+const DAO_WHOLE_CHUNKED = Cint(1)
+const DAO_WHOLE_DISTRIBUTED = Cint(2)
+
+const DAO_WHOLE_DEVICE = Cint(0)
+const DAO_WHOLE_HOST = Cint(1)
+
+"""
+    WholeDesc
+
+What a whole memory object is made of (C `dao_whole_desc`), for
+`dao_whole_create`: `type` (`DAO_WHOLE_CONTINUOUS`, `DAO_WHOLE_CHUNKED`,
+`DAO_WHOLE_DISTRIBUTED`), `location` (`DAO_WHOLE_DEVICE`, `DAO_WHOLE_HOST`),
+`total_size` and `entry_size` in bytes.
+"""
+struct WholeDesc
+    # C layout: dao_whole_desc
+    struct_size::Csize_t
+    type::Cint
+    location::Cint
+    total_size::Csize_t
+    entry_size::Csize_t
+end
+
+"""
+    WholeRange
+
+The entries and bytes one rank owns (C `dao_whole_range`), as
+[`partition`](@ref) returns it. `first_entry` is libdao's 0-based index.
+"""
+struct WholeRange
+    # C layout: dao_whole_range
+    struct_size::Csize_t
+    rank::Cint
+    first_entry::Csize_t
+    entry_count::Csize_t
+    byte_offset::Csize_t
+    byte_size::Csize_t
+end
+
+"""
+    WholeInfo
+
+What a whole memory object is, seen from one rank (C `dao_whole_info`), as
+`Dao.info(w::WholeMemory)` returns it.
+"""
+struct WholeInfo
+    # C layout: dao_whole_info
+    struct_size::Csize_t
+    type::Cint
+    location::Cint
+    total_size::Csize_t
+    entry_size::Csize_t
+    entry_count::Csize_t
+    rank::Cint
+    size::Cint
+    place::Place
+end
+
+"""
+    CommInfo
+
+What a communicator is, seen from one rank (C `dao_comm_info`), as
+`Dao.info(c::Comm)` returns it. `transport` is a static C string
+(`unsafe_string` it, or use [`Dao.transport`](@ref)).
+"""
+struct CommInfo
+    # C layout: dao_comm_info
+    struct_size::Csize_t
+    rank::Cint
+    size::Cint
+    place::Place
+    transport::Ptr{UInt8}
+    shares_address_space::Cint
+    shares_host_memory::Cint
+end
+
+"""
+    CommTransport
+
+EXPERIMENTAL (C `dao_comm_transport`, under `DAO_EXPERIMENTAL`; its layout
+may change without a SONAME bump). A communication library's operations for
+`dao_comm_create_transport`: the operations are C function pointers
+(`@cfunction`), held here as `Ptr{Cvoid}`. See whole.h for each one.
+"""
+struct CommTransport
+    # C layout: dao_comm_transport
+    struct_size::Csize_t
+    self::Ptr{Cvoid}
+    rank::Cint
+    size::Cint
+    name::Ptr{UInt8}
+    shares_host_memory::Cint
+    last_error::Ptr{Cvoid}
+    barrier::Ptr{Cvoid}
+    allgather::Ptr{Cvoid}
+    window_create::Ptr{Cvoid}
+    window_allocate::Ptr{Cvoid}
+    window_get::Ptr{Cvoid}
+    window_put::Ptr{Cvoid}
+    window_complete::Ptr{Cvoid}
+    window_free::Ptr{Cvoid}
+    shared_allocate::Ptr{Cvoid}
+    shared_query::Ptr{Cvoid}
+    shared_free::Ptr{Cvoid}
+    destroy::Ptr{Cvoid}
+    window_get_many::Ptr{Cvoid}
+    window_put_many::Ptr{Cvoid}
+end
+
 # A size-tagged struct ready for a C call: every field zero, `struct_size` set.
+_zero_field(::Type{T}) where {T} = T <: Ptr ? T(C_NULL) : T === Place ? Place(Cint(0), Cint(0)) : zero(T)
 function _sized(::Type{T}) where {T}
-    zeros = map(ft -> ft <: Ptr ? ft(C_NULL) : zero(ft), fieldtypes(T))
+    zeros = map(_zero_field, fieldtypes(T))
     return Ref{T}(T(Csize_t(sizeof(T)), Base.tail(zeros)...))
 end
 
 # =============================================================================
-# The 82 functions, in the order of the headers.
+# The 106 functions, in the order of the headers.
 # =============================================================================
 
 # --- version.h ---
@@ -470,3 +585,65 @@ dao_tiered_get_stats(pool, stats) =
     @gcsafe ccall((:dao_tiered_get_stats, libdao), Cint, (Ptr{Cvoid}, Ptr{TieredStats}), pool, stats)
 dao_tiered_destroy(pool) =
     @gcsafe ccall((:dao_tiered_destroy, libdao), Cint, (Ptr{Cvoid},), pool)
+
+# --- whole.h ---
+# Collective calls (create, destroy, barrier, store, load) wait for the other
+# ranks, and so are GC-safe; so are gather and scatter (copies).
+dao_comm_create_local(count, places, comms) =
+    @gcsafe ccall((:dao_comm_create_local, libdao), Cint, (Cint, Ptr{Place}, Ptr{Ptr{Cvoid}}),
+                  count, places, comms)
+dao_comm_destroy(comm) =
+    @gcsafe ccall((:dao_comm_destroy, libdao), Cint, (Ptr{Cvoid},), comm)
+dao_comm_rank(comm, rank) =
+    ccall((:dao_comm_rank, libdao), Cint, (Ptr{Cvoid}, Ptr{Cint}), comm, rank)
+dao_comm_size(comm, size) =
+    ccall((:dao_comm_size, libdao), Cint, (Ptr{Cvoid}, Ptr{Cint}), comm, size)
+dao_comm_rank_place(comm, rank, place) =
+    ccall((:dao_comm_rank_place, libdao), Cint, (Ptr{Cvoid}, Cint, Ptr{Place}), comm, rank, place)
+dao_comm_get_info(comm, info) =
+    ccall((:dao_comm_get_info, libdao), Cint, (Ptr{Cvoid}, Ptr{CommInfo}), comm, info)
+dao_comm_barrier(comm) =
+    @gcsafe ccall((:dao_comm_barrier, libdao), Cint, (Ptr{Cvoid},), comm)
+dao_whole_type_name(type) =
+    ccall((:dao_whole_type_name, libdao), Ptr{UInt8}, (Cint,), type)
+dao_whole_location_name(location) =
+    ccall((:dao_whole_location_name, libdao), Ptr{UInt8}, (Cint,), location)
+dao_whole_supported(comm, type, location) =
+    ccall((:dao_whole_supported, libdao), Cint, (Ptr{Cvoid}, Cint, Cint), comm, type, location)
+dao_whole_create(comm, desc, out) =
+    @gcsafe ccall((:dao_whole_create, libdao), Cint, (Ptr{Cvoid}, Ptr{WholeDesc}, Ptr{Ptr{Cvoid}}),
+                  comm, desc, out)
+dao_whole_destroy(whole) =
+    @gcsafe ccall((:dao_whole_destroy, libdao), Cint, (Ptr{Cvoid},), whole)
+dao_whole_get_info(whole, info) =
+    ccall((:dao_whole_get_info, libdao), Cint, (Ptr{Cvoid}, Ptr{WholeInfo}), whole, info)
+dao_whole_get_partition(whole, rank, range) =
+    ccall((:dao_whole_get_partition, libdao), Cint, (Ptr{Cvoid}, Cint, Ptr{WholeRange}),
+          whole, rank, range)
+dao_whole_entry_rank(whole, index, rank) =
+    ccall((:dao_whole_entry_rank, libdao), Cint, (Ptr{Cvoid}, Int64, Ptr{Cint}), whole, index, rank)
+dao_whole_get_local(whole, ptr, range) =
+    ccall((:dao_whole_get_local, libdao), Cint, (Ptr{Cvoid}, Ptr{Ptr{Cvoid}}, Ptr{WholeRange}),
+          whole, ptr, range)
+dao_whole_get_rank_pointer(whole, rank, ptr) =
+    ccall((:dao_whole_get_rank_pointer, libdao), Cint, (Ptr{Cvoid}, Cint, Ptr{Ptr{Cvoid}}),
+          whole, rank, ptr)
+dao_whole_get_base(whole, base) =
+    ccall((:dao_whole_get_base, libdao), Cint, (Ptr{Cvoid}, Ptr{Ptr{Cvoid}}), whole, base)
+dao_whole_gather(whole, indices, count, dst) =
+    @gcsafe ccall((:dao_whole_gather, libdao), Cint, (Ptr{Cvoid}, Ptr{Int64}, Csize_t, Ptr{Cvoid}),
+                  whole, indices, count, dst)
+dao_whole_scatter(whole, src, indices, count) =
+    @gcsafe ccall((:dao_whole_scatter, libdao), Cint, (Ptr{Cvoid}, Ptr{Cvoid}, Ptr{Int64}, Csize_t),
+                  whole, src, indices, count)
+dao_whole_store(whole, path) =
+    @gcsafe ccall((:dao_whole_store, libdao), Cint, (Ptr{Cvoid}, Ptr{UInt8}), whole, path)
+dao_whole_load(whole, path) =
+    @gcsafe ccall((:dao_whole_load, libdao), Cint, (Ptr{Cvoid}, Ptr{UInt8}), whole, path)
+
+# Experimental (DAO_EXPERIMENTAL in whole.h): transports.
+dao_comm_create_transport(transport, place, out) =
+    @gcsafe ccall((:dao_comm_create_transport, libdao), Cint,
+                  (Ptr{CommTransport}, Place, Ptr{Ptr{Cvoid}}), transport, place, out)
+dao_comm_transport_error(status, message) =
+    ccall((:dao_comm_transport_error, libdao), Cint, (Cint, Ptr{UInt8}), status, message)

@@ -743,6 +743,103 @@ end
     close(tp)
 end
 
+# Collective calls of an in-process communicator block in C until every rank
+# has made them, so each rank runs in a task of its own (Threads.@spawn); the
+# multi-rank part needs at least as many Julia threads as ranks (check.sh
+# starts julia with --threads=2) and is skipped otherwise. A 1-rank
+# communicator makes its collective calls on the calling thread.
+on_ranks(f, comms) = fetch.([Threads.@spawn f(c) for c in comms])
+
+@testset "whole memory" begin
+    @testset "bad input" begin
+        expect_dao(() -> local_comms(Place[]), DAO_ERR_INVALID_ARGUMENT)
+        expect_dao(() -> local_comms([sim(99)]), DAO_ERR_NO_DEVICE)
+        @test Dao.whole_type_name(:chunked) == "chunked"
+        @test Dao.whole_type_name(Dao.DAO_WHOLE_CONTINUOUS) == "continuous"
+        @test Dao.whole_location_name(:host) == "host"
+        @test Dao.whole_type_name(42) == "unknown"
+        @test_throws ArgumentError Dao.whole_type_name(:nope)
+        # The experimental transport hook: a transport with a bad struct_size
+        # is refused (and not taken over), and transport_error sets the message.
+        nofields = map(Dao._zero_field, fieldtypes(Dao.CommTransport))
+        expect_dao(() -> Dao.comm_from_transport(Dao.CommTransport(nofields...), cpu()),
+                   DAO_ERR_INVALID_ARGUMENT)
+        @test Dao.transport_error(Dao.DAO_ERR_BACKEND, "transport down") == Dao.DAO_ERR_BACKEND
+        @test Dao.last_error() == "transport down"
+    end
+
+    @testset "one rank" begin
+        (c,) = local_comms([sim(0)])
+        @test Dao.rank(c) == 0 && nranks(c) == 1
+        @test rank_place(c, 0) == sim(0)
+        @test Dao.transport(c) == "in-process"
+        @test Dao.info(c).shares_address_space == 1
+        expect_dao(() -> rank_place(c, 1), DAO_ERR_INVALID_ARGUMENT)
+        @test supported(c, :chunked, :device)
+        expect_dao(() -> supported(c, 7, :device), DAO_ERR_INVALID_ARGUMENT)
+        barrier(c)
+        expect_dao(() -> WholeMemory(c, 10, 3), DAO_ERR_INVALID_ARGUMENT)   # 3 does not divide 10
+        expect_dao(() -> WholeMemory(c, 0, 8), DAO_ERR_INVALID_ARGUMENT)
+        w = WholeMemory(c, 16 * 8, 8; type = :continuous)
+        @test entries(w) == 1:16 && entry_rank(w, 16) == 0
+        expect_dao(() -> entry_rank(w, 17), DAO_ERR_INVALID_ARGUMENT)
+        expect_dao(() -> partition(w, 1), DAO_ERR_INVALID_ARGUMENT)
+        A = whole_array(Float64, w)
+        A .= 1:16
+        @test gather(Float64, w, [16, 1]) == [16.0, 1.0]
+        expect_dao(() -> gather(Float64, w, [0]), DAO_ERR_INVALID_ARGUMENT)
+        @test_throws ArgumentError gather!(zeros(Float64, 3), w, [1, 2])
+        path = tempname()
+        store(w, path)
+        @test filesize(path) == 16 * 8
+        A .= 0
+        load!(w, path)
+        @test local_part(Float64, w) == 1:16
+        rm(path)
+        expect_dao(() -> load!(w, path), Dao.DAO_ERR_NOT_FOUND)
+        expect_dao(() -> destroy!(c), DAO_ERR_BUSY)   # w still exists
+        destroy!(w)
+        @test_throws ArgumentError gather(Float64, w, [1])
+        destroy!(c)
+    end
+
+    if Threads.nthreads() >= 2
+        @testset "two SIM devices, $type" for type in (:continuous, :chunked, :distributed)
+            comms = local_comms([sim(0), sim(1)])
+            @test [Dao.rank(c) for c in comms] == [0, 1]
+            @test all(c -> nranks(c) == 2, comms)
+            @test rank_place(comms[1], 1) == sim(1)
+            # 10 entries of 4 Int32 on 2 ranks: 5 each.
+            ws = on_ranks(c -> WholeMemory(c, 10 * 16, 16; type = type), comms)
+            w0, w1 = ws
+            @test partition(w0, 1).first_entry == 5 && partition(w0, 1).entry_count == 5
+            @test entries(w1) == 6:10 && entries(w0, 0) == 1:5
+            @test [entry_rank(w0, i) for i in (1, 5, 6, 10)] == [0, 0, 1, 1]
+            @test Dao.info(w1).place == sim(1) && Dao.info(w1).entry_count == 10
+            # Scatter from rank 0 into both ranks' parts, then gather on rank 1.
+            data = Int32.(1:40)
+            scatter!(w0, 1:10, data)
+            on_ranks(barrier, comms)
+            @test gather(Int32, w1, 1:10) == data
+            @test gather(Int32, w1, [10, 1, 10]) == Int32[37:40; 1:4; 37:40]
+            @test local_part(Int32, w1) == data[21:40]
+            if type == :distributed
+                expect_dao(() -> rank_part(Int32, w0, 1), DAO_ERR_UNSUPPORTED)
+            else
+                @test rank_part(Int32, w0, 1) == data[21:40]
+            end
+            # Collective bad input: every rank gets DAO_ERR_INVALID_ARGUMENT.
+            errs = on_ranks(c -> thrown(() -> WholeMemory(c, 10, 3; type = type)), comms)
+            @test all(e -> e isa DaoError && e.status == DAO_ERR_INVALID_ARGUMENT, errs)
+            expect_dao(() -> scatter!(w0, [11], Int32.(1:4)), DAO_ERR_INVALID_ARGUMENT)
+            on_ranks(destroy!, ws)
+            foreach(destroy!, comms)
+        end
+    else
+        @test_skip "two-rank whole memory needs julia --threads=2 or more"
+    end
+end
+
 @testset "README example" begin
     readme = joinpath(@__DIR__, "..", "..", "README.md")
     if isfile(readme)
