@@ -10,7 +10,9 @@
 //! - opaque handles are zero-sized `#[repr(C)]` types used behind pointers;
 //! - callback types are `Option<unsafe extern "C" fn(..)>` (NULL is `None`).
 //!
-//! The declarations are written by hand from `include/dao/*.h`. The crate's
+//! The declarations are written by hand from `include/dao/*.h` (with
+//! `DAO_EXPERIMENTAL` defined: `dao_comm_transport` and its functions are
+//! experimental; `dao_comm_create_mpi` of libdao-mpi is not declared). The crate's
 //! tests check them against the headers with the system C compiler: every
 //! struct's size, alignment and field offsets, every constant, and every
 //! function's signature (assigned to a pointer of the type written here, with
@@ -425,6 +427,241 @@ pub struct dao_tiered_stats {
     pub tensors_live: u64,
 }
 
+// ------------------------------------------------------------------ whole.h
+
+opaque!(
+    /// Opaque handle to one rank of a communicator.
+    dao_comm,
+    /// Opaque handle to one rank's view of a whole memory object.
+    dao_whole,
+);
+
+/// Most ranks a communicator made by `dao_comm_create_local` may have.
+pub const DAO_COMM_LOCAL_MAX_RANKS: c_int = 1024;
+
+/// `dao_whole_type`: how the parts of a whole memory object are addressed.
+pub type dao_whole_type = c_int;
+/// One range of addresses over all parts (mapped).
+pub const DAO_WHOLE_CONTINUOUS: dao_whole_type = 0;
+/// Every part addressable by every rank, as separate ranges (mapped).
+pub const DAO_WHOLE_CHUNKED: dao_whole_type = 1;
+/// Each rank addresses only its own part; the rest by one-sided communication.
+pub const DAO_WHOLE_DISTRIBUTED: dao_whole_type = 2;
+
+/// `dao_whole_location`: where the parts of a whole memory object live.
+pub type dao_whole_location = c_int;
+/// On each rank's own place.
+pub const DAO_WHOLE_DEVICE: dao_whole_location = 0;
+/// In host memory (the CPU place).
+pub const DAO_WHOLE_HOST: dao_whole_location = 1;
+
+/// `dao_whole_desc`: what a whole memory object is made of.
+#[repr(C)]
+#[derive(Debug, Copy, Clone, Default)]
+pub struct dao_whole_desc {
+    /// In: `size_of::<dao_whole_desc>()`.
+    pub struct_size: usize,
+    /// Continuous, chunked or distributed.
+    pub type_: dao_whole_type,
+    /// Device (each rank's place) or host.
+    pub location: dao_whole_location,
+    /// Bytes of the whole object (> 0).
+    pub total_size: usize,
+    /// Bytes of one entry (> 0); divides `total_size`.
+    pub entry_size: usize,
+}
+
+/// `dao_whole_range`: the entries and bytes one rank owns (size-tagged).
+#[repr(C)]
+#[derive(Debug, Copy, Clone, Default)]
+pub struct dao_whole_range {
+    /// In: `size_of::<dao_whole_range>()`.
+    pub struct_size: usize,
+    /// The rank this range belongs to.
+    pub rank: c_int,
+    /// Index of its first entry.
+    pub first_entry: usize,
+    /// Number of entries (0 when it owns none).
+    pub entry_count: usize,
+    /// `first_entry * entry_size`.
+    pub byte_offset: usize,
+    /// `entry_count * entry_size`.
+    pub byte_size: usize,
+}
+
+/// `dao_whole_info`: a whole memory object seen from one rank (size-tagged).
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct dao_whole_info {
+    /// In: `size_of::<dao_whole_info>()`.
+    pub struct_size: usize,
+    /// As created.
+    pub type_: dao_whole_type,
+    /// As created.
+    pub location: dao_whole_location,
+    /// Bytes of the whole object.
+    pub total_size: usize,
+    /// Bytes of one entry.
+    pub entry_size: usize,
+    /// `total_size / entry_size`.
+    pub entry_count: usize,
+    /// This rank.
+    pub rank: c_int,
+    /// Ranks of the communicator.
+    pub size: c_int,
+    /// Where this rank's part lives.
+    pub place: dao_place,
+}
+
+/// `dao_comm_info`: a communicator seen from one rank (size-tagged).
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct dao_comm_info {
+    /// In: `size_of::<dao_comm_info>()`.
+    pub struct_size: usize,
+    /// This rank, 0 .. size - 1.
+    pub rank: c_int,
+    /// Number of ranks.
+    pub size: c_int,
+    /// This rank's place.
+    pub place: dao_place,
+    /// "in-process" or "mpi"; a static string.
+    pub transport: *const c_char,
+    /// 1 when all ranks are in this process.
+    pub shares_address_space: c_int,
+    /// 1 when all ranks can map each other's host memory.
+    pub shares_host_memory: c_int,
+}
+
+/// `dao_comm_transport` (experimental, `DAO_EXPERIMENTAL` in C): a
+/// communication library's operations, for `dao_comm_create_transport`.
+/// The layout may change without a SONAME bump.
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct dao_comm_transport {
+    /// `size_of::<dao_comm_transport>()`.
+    pub struct_size: usize,
+    /// Passed to every operation.
+    pub self_: *mut c_void,
+    /// This rank, 0 .. size - 1.
+    pub rank: c_int,
+    /// Number of ranks (>= 1).
+    pub size: c_int,
+    /// Static name, e.g. "mpi".
+    pub name: *const c_char,
+    /// 1 when `shared_allocate` works.
+    pub shares_host_memory: c_int,
+    /// Message of the last failed operation on the calling thread.
+    pub last_error: Option<unsafe extern "C" fn(self_: *mut c_void) -> *const c_char>,
+    /// Collective barrier that also makes earlier writes visible.
+    pub barrier: Option<unsafe extern "C" fn(self_: *mut c_void) -> dao_status>,
+    /// Collective all-gather of `bytes` per rank.
+    pub allgather: Option<
+        unsafe extern "C" fn(
+            self_: *mut c_void,
+            send: *const c_void,
+            bytes: usize,
+            recv: *mut c_void,
+        ) -> dao_status,
+    >,
+    /// Collective: expose local memory for one-sided access.
+    pub window_create: Option<
+        unsafe extern "C" fn(
+            self_: *mut c_void,
+            local: *mut c_void,
+            bytes: usize,
+            window: *mut *mut c_void,
+        ) -> dao_status,
+    >,
+    /// Collective, optional: allocate and expose host memory.
+    pub window_allocate: Option<
+        unsafe extern "C" fn(
+            self_: *mut c_void,
+            bytes: usize,
+            local: *mut *mut c_void,
+            window: *mut *mut c_void,
+        ) -> dao_status,
+    >,
+    /// Start a one-sided read.
+    pub window_get: Option<
+        unsafe extern "C" fn(
+            self_: *mut c_void,
+            window: *mut c_void,
+            target: c_int,
+            offset: usize,
+            dst: *mut c_void,
+            bytes: usize,
+        ) -> dao_status,
+    >,
+    /// Start a one-sided write.
+    pub window_put: Option<
+        unsafe extern "C" fn(
+            self_: *mut c_void,
+            window: *mut c_void,
+            target: c_int,
+            offset: usize,
+            src: *const c_void,
+            bytes: usize,
+        ) -> dao_status,
+    >,
+    /// Complete every get and put this rank started on the window.
+    pub window_complete:
+        Option<unsafe extern "C" fn(self_: *mut c_void, window: *mut c_void) -> dao_status>,
+    /// Collective: free a window.
+    pub window_free:
+        Option<unsafe extern "C" fn(self_: *mut c_void, window: *mut c_void) -> dao_status>,
+    /// Collective, optional: allocate host memory every rank can map.
+    pub shared_allocate: Option<
+        unsafe extern "C" fn(
+            self_: *mut c_void,
+            bytes: usize,
+            contiguous: c_int,
+            segment: *mut *mut c_void,
+            local: *mut *mut c_void,
+        ) -> dao_status,
+    >,
+    /// Address in this process of a rank's part of a segment.
+    pub shared_query: Option<
+        unsafe extern "C" fn(
+            self_: *mut c_void,
+            segment: *mut c_void,
+            rank: c_int,
+            ptr: *mut *mut c_void,
+        ) -> dao_status,
+    >,
+    /// Collective: free a shared segment.
+    pub shared_free:
+        Option<unsafe extern "C" fn(self_: *mut c_void, segment: *mut c_void) -> dao_status>,
+    /// Release the transport; called once, by `dao_comm_destroy`.
+    pub destroy: Option<unsafe extern "C" fn(self_: *mut c_void)>,
+    /// Optional: start reading several pieces of a window.
+    pub window_get_many: Option<
+        unsafe extern "C" fn(
+            self_: *mut c_void,
+            window: *mut c_void,
+            target: c_int,
+            count: usize,
+            target_offsets: *const usize,
+            lengths: *const usize,
+            dst: *mut c_void,
+            dst_offsets: *const usize,
+        ) -> dao_status,
+    >,
+    /// Optional: start writing several pieces of a window.
+    pub window_put_many: Option<
+        unsafe extern "C" fn(
+            self_: *mut c_void,
+            window: *mut c_void,
+            target: c_int,
+            count: usize,
+            target_offsets: *const usize,
+            lengths: *const usize,
+            src: *const c_void,
+            src_offsets: *const usize,
+        ) -> dao_status,
+    >,
+}
+
 // -------------------------------------------------------------- functions
 
 extern "C" {
@@ -669,4 +906,77 @@ extern "C" {
     pub fn dao_tiered_synchronize(pool: *mut dao_tiered) -> dao_status;
     pub fn dao_tiered_get_stats(pool: *mut dao_tiered, stats: *mut dao_tiered_stats) -> dao_status;
     pub fn dao_tiered_destroy(pool: *mut dao_tiered) -> dao_status;
+
+    // whole.h
+    pub fn dao_comm_create_local(
+        count: c_int,
+        places: *const dao_place,
+        comms: *mut *mut dao_comm,
+    ) -> dao_status;
+    pub fn dao_comm_destroy(comm: *mut dao_comm) -> dao_status;
+    pub fn dao_comm_rank(comm: *const dao_comm, rank: *mut c_int) -> dao_status;
+    pub fn dao_comm_size(comm: *const dao_comm, size: *mut c_int) -> dao_status;
+    pub fn dao_comm_rank_place(
+        comm: *const dao_comm,
+        rank: c_int,
+        place: *mut dao_place,
+    ) -> dao_status;
+    pub fn dao_comm_get_info(comm: *const dao_comm, info: *mut dao_comm_info) -> dao_status;
+    pub fn dao_comm_barrier(comm: *mut dao_comm) -> dao_status;
+    pub fn dao_whole_type_name(type_: dao_whole_type) -> *const c_char;
+    pub fn dao_whole_location_name(location: dao_whole_location) -> *const c_char;
+    pub fn dao_whole_supported(
+        comm: *const dao_comm,
+        type_: dao_whole_type,
+        location: dao_whole_location,
+    ) -> dao_status;
+    pub fn dao_whole_create(
+        comm: *mut dao_comm,
+        desc: *const dao_whole_desc,
+        out: *mut *mut dao_whole,
+    ) -> dao_status;
+    pub fn dao_whole_destroy(whole: *mut dao_whole) -> dao_status;
+    pub fn dao_whole_get_info(whole: *const dao_whole, info: *mut dao_whole_info) -> dao_status;
+    pub fn dao_whole_get_partition(
+        whole: *const dao_whole,
+        rank: c_int,
+        range: *mut dao_whole_range,
+    ) -> dao_status;
+    pub fn dao_whole_entry_rank(
+        whole: *const dao_whole,
+        index: i64,
+        rank: *mut c_int,
+    ) -> dao_status;
+    pub fn dao_whole_get_local(
+        whole: *const dao_whole,
+        ptr: *mut *mut c_void,
+        range: *mut dao_whole_range,
+    ) -> dao_status;
+    pub fn dao_whole_get_rank_pointer(
+        whole: *const dao_whole,
+        rank: c_int,
+        ptr: *mut *mut c_void,
+    ) -> dao_status;
+    pub fn dao_whole_get_base(whole: *const dao_whole, base: *mut *mut c_void) -> dao_status;
+    pub fn dao_whole_gather(
+        whole: *mut dao_whole,
+        indices: *const i64,
+        count: usize,
+        dst: *mut c_void,
+    ) -> dao_status;
+    pub fn dao_whole_scatter(
+        whole: *mut dao_whole,
+        src: *const c_void,
+        indices: *const i64,
+        count: usize,
+    ) -> dao_status;
+    pub fn dao_whole_store(whole: *mut dao_whole, path: *const c_char) -> dao_status;
+    pub fn dao_whole_load(whole: *mut dao_whole, path: *const c_char) -> dao_status;
+    // whole.h, DAO_EXPERIMENTAL
+    pub fn dao_comm_create_transport(
+        transport: *const dao_comm_transport,
+        place: dao_place,
+        out: *mut *mut dao_comm,
+    ) -> dao_status;
+    pub fn dao_comm_transport_error(status: dao_status, message: *const c_char) -> dao_status;
 }

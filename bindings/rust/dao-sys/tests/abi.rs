@@ -9,6 +9,10 @@
 //!   order, and has the size, alignment and field offsets and sizes of C;
 //! - every enum value and `#define` constant has the value of C.
 //!
+//! The C programs define `DAO_EXPERIMENTAL`, so the experimental transport
+//! interface of whole.h is checked too (its operations' types included);
+//! whole_mpi.h, the header of the separate libdao-mpi, is left out.
+//!
 //! The headers come from `DAO_SYS_INCLUDE_DIR`, found by build.rs
 //! (`DAO_INCLUDE_DIR`, pkg-config, or the source tree).
 
@@ -32,13 +36,26 @@ fn include_dir() -> PathBuf {
     PathBuf::from(dir)
 }
 
-/// All header text: dao.h and dao/*.h.
+/// Every generated C program starts with this: the experimental items of
+/// whole.h (`dao_comm_transport` and its functions) are declared too.
+const PRELUDE: &str = "#define DAO_EXPERIMENTAL 1\n";
+
+/// Headers of other libraries than libdao, not declared by dao-sys:
+/// whole_mpi.h is libdao-mpi's (`dao_comm_create_mpi`, needs `<mpi.h>`).
+const OTHER_LIBRARIES: &[&str] = &["whole_mpi.h"];
+
+/// All header text: dao.h and dao/*.h (but not [`OTHER_LIBRARIES`]).
 fn headers() -> String {
     let inc = include_dir();
     let mut names: Vec<PathBuf> = fs::read_dir(inc.join("dao"))
         .expect("read include/dao")
         .map(|e| e.expect("dir entry").path())
         .filter(|p| p.extension().is_some_and(|e| e == "h"))
+        .filter(|p| {
+            !OTHER_LIBRARIES
+                .iter()
+                .any(|o| p.file_name().is_some_and(|n| n == *o))
+        })
         .collect();
     names.sort();
     names.insert(0, inc.join("dao.h"));
@@ -216,6 +233,28 @@ fn rust_callbacks() -> Vec<(String, String)> {
     out
 }
 
+/// The function-pointer fields of the struct `name` of lib.rs, with their
+/// types written as C declarations of a pointer `q`.
+fn rust_pointer_fields(name: &str) -> Vec<(String, String)> {
+    let text = collapse(&strip_comments(LIB_RS));
+    let start = text
+        .find(&format!("pub struct {name} {{"))
+        .expect("the struct in lib.rs");
+    let body = &text[start..];
+    let body = &body[body.find('{').unwrap() + 1..body.find('}').unwrap()];
+    let mut out = Vec::new();
+    for field in body.split("pub ").skip(1) {
+        let field_name = c_field(ident(field)).to_string();
+        if let Some(at) = field.find("extern \"C\" fn") {
+            let f = field[at + 13..].trim_start();
+            let (args, tail) = parens(f, 0);
+            let (ret, _) = c_return(tail);
+            out.push((field_name, format!("{ret} (*q)({})", c_params(args))));
+        }
+    }
+    out
+}
+
 /// Names of the `DAO_API` functions of the headers.
 fn header_functions(headers: &str) -> BTreeSet<String> {
     let declarations: String = strip_comments(headers)
@@ -256,6 +295,10 @@ fn header_structs(headers: &str) -> BTreeMap<String, Vec<String>> {
                 .map(str::trim)
                 .filter(|f| !f.is_empty())
                 .map(|f| {
+                    // A function pointer: `ret (*name)(params)`.
+                    if let Some(at) = f.find("(*") {
+                        return ident(f[at + 2..].trim_start()).to_string();
+                    }
                     let start = f.rfind(|c: char| !is_ident(c)).map_or(0, |i| i + 1);
                     f[start..].to_string()
                 })
@@ -328,11 +371,21 @@ fn rust_structs() -> BTreeMap<String, Vec<String>> {
         let fields = body
             .split("pub ")
             .skip(1)
-            .map(|f| ident(f).to_string())
+            .map(|f| c_field(ident(f)).to_string())
             .collect();
         out.insert(name, fields);
     }
     out
+}
+
+/// The C name of a Rust field: C names that are Rust keywords (`type`,
+/// `self`) are spelled with a trailing underscore in dao-sys.
+fn c_field(rust: &str) -> &str {
+    match rust {
+        "type_" => "type",
+        "self_" => "self",
+        other => other,
+    }
 }
 
 fn cc() -> String {
@@ -350,7 +403,7 @@ fn compile(what: &str, source: &str, run: bool) -> String {
     let dir = scratch_dir(what);
     let c_file = dir.join(format!("{what}.c"));
     let exe = dir.join(what);
-    fs::write(&c_file, source).unwrap();
+    fs::write(&c_file, format!("{PRELUDE}{source}")).unwrap();
     let mut cmd = Command::new(cc());
     cmd.args(["-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic"])
         .arg("-I")
@@ -387,8 +440,8 @@ fn every_exported_function_is_declared() {
     let rust: BTreeSet<String> = rust_functions().into_iter().map(|f| f.name).collect();
     assert_eq!(
         c.len(),
-        82,
-        "the headers of this version declare 82 functions"
+        106,
+        "the headers of this version declare 106 functions (82, and 24 of whole.h)"
     );
     let missing: Vec<_> = c.difference(&rust).collect();
     let extra: Vec<_> = rust.difference(&c).collect();
@@ -490,6 +543,30 @@ fn every_function_links() {
         dao_tiered_synchronize,
         dao_tiered_get_stats,
         dao_tiered_destroy,
+        dao_comm_create_local,
+        dao_comm_destroy,
+        dao_comm_rank,
+        dao_comm_size,
+        dao_comm_rank_place,
+        dao_comm_get_info,
+        dao_comm_barrier,
+        dao_whole_type_name,
+        dao_whole_location_name,
+        dao_whole_supported,
+        dao_whole_create,
+        dao_whole_destroy,
+        dao_whole_get_info,
+        dao_whole_get_partition,
+        dao_whole_entry_rank,
+        dao_whole_get_local,
+        dao_whole_get_rank_pointer,
+        dao_whole_get_base,
+        dao_whole_gather,
+        dao_whole_scatter,
+        dao_whole_store,
+        dao_whole_load,
+        dao_comm_create_transport,
+        dao_comm_transport_error,
     );
     assert!(fns.iter().all(|(_, p)| !p.is_null()));
     let listed: BTreeSet<String> = fns.iter().map(|(n, _)| n.to_string()).collect();
@@ -518,6 +595,14 @@ fn signatures_match_the_headers() {
     for (name, decl) in &callbacks {
         src.push_str(&format!(
             "  {{ {name} a = 0; {decl} = a; {name} b = q; (void)b; }}\n"
+        ));
+    }
+    // The operations of the (experimental) transport: each field's type.
+    let fields = rust_pointer_fields("dao_comm_transport");
+    assert_eq!(fields.len(), 15, "the operations of dao_comm_transport");
+    for (field, decl) in &fields {
+        src.push_str(&format!(
+            "  {{ {decl} = 0; dao_comm_transport t; t.{field} = q; (void)t; }}\n"
         ));
     }
     src.push_str("}\n");
@@ -592,6 +677,12 @@ fn constants_match_the_headers() {
         DAO_TENSOR_ON_DEVICE,
         DAO_TENSOR_ON_HOST,
         DAO_TENSOR_IN_TRANSIT,
+        DAO_COMM_LOCAL_MAX_RANKS,
+        DAO_WHOLE_CONTINUOUS,
+        DAO_WHOLE_CHUNKED,
+        DAO_WHOLE_DISTRIBUTED,
+        DAO_WHOLE_DEVICE,
+        DAO_WHOLE_HOST,
     );
     // The two that are not numbers are checked below; every other constant
     // must be in the list above.
@@ -748,6 +839,64 @@ fn rust_layouts() -> Vec<Layout> {
             peak_host_bytes,
             tensors_live,
         },
+        dao_whole_desc {
+            struct_size,
+            type_,
+            location,
+            total_size,
+            entry_size,
+        },
+        dao_whole_range {
+            struct_size,
+            rank,
+            first_entry,
+            entry_count,
+            byte_offset,
+            byte_size,
+        },
+        dao_whole_info {
+            struct_size,
+            type_,
+            location,
+            total_size,
+            entry_size,
+            entry_count,
+            rank,
+            size,
+            place,
+        },
+        dao_comm_info {
+            struct_size,
+            rank,
+            size,
+            place,
+            transport,
+            shares_address_space,
+            shares_host_memory,
+        },
+        dao_comm_transport {
+            struct_size,
+            self_,
+            rank,
+            size,
+            name,
+            shares_host_memory,
+            last_error,
+            barrier,
+            allgather,
+            window_create,
+            window_allocate,
+            window_get,
+            window_put,
+            window_complete,
+            window_free,
+            shared_allocate,
+            shared_query,
+            shared_free,
+            destroy,
+            window_get_many,
+            window_put_many,
+        },
     )
 }
 
@@ -765,7 +914,7 @@ fn structs_match_the_headers() {
     );
     assert_eq!(c_structs, rust_structs, "fields of the structs");
     for (name, _, _, fields) in &layouts {
-        let listed: Vec<String> = fields.iter().map(|f| f.0.to_string()).collect();
+        let listed: Vec<String> = fields.iter().map(|f| c_field(f.0).to_string()).collect();
         assert_eq!(
             &listed, &rust_structs[*name],
             "fields of {name} in this test"
@@ -785,6 +934,7 @@ fn structs_match_the_headers() {
             "  {{ struct a {{ char c; {name} s; }}; printf(\"{name} %zu %zu\\n\", sizeof({name}), offsetof(struct a, s)); }}\n"
         ));
         for (field, _, _) in fields {
+            let field = c_field(field);
             src.push_str(&format!(
                 "  printf(\"{name}.{field} %zu %zu\\n\", offsetof({name}, {field}), sizeof((({name} *)0)->{field}));\n"
             ));
@@ -805,7 +955,7 @@ fn structs_match_the_headers() {
     for (name, size, align, fields) in &layouts {
         assert_eq!(c[*name], (*size, *align), "size and alignment of {name}");
         for (field, offset, fsize) in fields {
-            let key = format!("{name}.{field}");
+            let key = format!("{name}.{}", c_field(field));
             assert_eq!(
                 c[key.as_str()],
                 (*offset, *fsize),

@@ -17,6 +17,7 @@
 //! | allocators | [`Allocator`], [`AllocatorStats`], [`Stat`], [`Snapshot`] |
 //! | recycle pools | [`RecyclePool`], [`RecycleBuffer`], [`SharedBuffer`], [`Collection`] |
 //! | tiered pools | [`TieredPool`], [`Tensor`], [`Kernel`] |
+//! | partitioned memory (`whole.h`) | [`Comm`], [`WholeMemory`], [`WholeType`], [`WholeLocation`] |
 //!
 //! # Conventions
 //!
@@ -117,6 +118,7 @@ mod recycle;
 pub mod sim;
 mod stream;
 mod tiered;
+mod whole;
 
 pub use dao_sys as ffi;
 
@@ -130,6 +132,10 @@ pub use place::{DefaultConfig, MemoryInfo, Place, PlaceKind};
 pub use recycle::{Collection, PoolRef, RecycleBuffer, RecyclePool, RecycleStats, SharedBuffer};
 pub use stream::{memcpy_async, Event, Stream, StreamScope};
 pub use tiered::{AccessInfo, Kernel, Tensor, TensorState, TieredPool, TieredStats};
+pub use whole::{
+    transport_error, Comm, CommInfo, WholeInfo, WholeLocation, WholeMemory, WholeRange, WholeType,
+    COMM_LOCAL_MAX_RANKS,
+};
 
 /// Version of the headers this binding was written for:
 /// `MAJOR*10000 + MINOR*100 + PATCH`.
