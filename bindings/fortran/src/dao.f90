@@ -1,11 +1,12 @@
 !> libdao for Fortran: `use dao`.
 !>
 !> Two layers in one module:
-!> - the C API (module dao_c, re-exported here): the 82 functions under their
+!> - the C API (module dao_c, re-exported here): the 106 functions under their
 !>   C names, bind(C) structs, DAO_* constants;
 !> - the Fortran layer below: handle types with type-bound procedures
 !>   (dao_allocator, dao_stream, dao_event, dao_snapshot, dao_recycle_pool,
-!>   dao_buffer, dao_collection, dao_tiered, dao_tensor), arrays of every
+!>   dao_buffer, dao_collection, dao_tiered, dao_tensor, dao_comm,
+!>   dao_whole), arrays of every
 !>   intrinsic numeric kind and rank 1-7 as Fortran pointers
 !>   (dao_allocate / dao_deallocate / dao_buffer_array), Fortran strings.
 !>
@@ -31,7 +32,9 @@
 !> Sizes in bytes are integer(int64) (C size_t); element sizes, buffer counts
 !> and indices are default integers; array shapes (dao_allocate, recycle
 !> pools) may be default or int64 integers. Indices of the Fortran layer
-!> (snapshot segments and blocks, kernel arguments) start at 1.
+!> (snapshot segments and blocks, kernel arguments) start at 1; ranks and
+!> entry indices of partitioned memory (dao_comm, dao_whole) start at 0, as
+!> in C and MPI, since every rank shares them.
 !>
 !> Thread safety is that of the C functions (see the C headers); the state
 !> of this layer is thread-safe too: the last status and message are
@@ -185,6 +188,43 @@ module dao
     procedure :: release => tensor_release
   end type dao_tensor
 
+  !> One rank's handle of a communicator (C: dao_comm, dao/whole.h). Made
+  !> for every rank at once by dao_comm_local(); ranks count from 0, as in
+  !> C and MPI. Collective calls (barrier, dao_whole%create / destroy /
+  !> store / load) must be made by every rank, each from a thread of its
+  !> own for an in-process communicator.
+  type :: dao_comm
+    type(c_ptr) :: handle = c_null_ptr
+  contains
+    procedure :: destroy => comm_destroy
+    procedure :: rank => comm_rank
+    procedure :: size => comm_size
+    procedure :: rank_place => comm_rank_place
+    procedure :: info => comm_info
+    procedure :: barrier => comm_barrier
+    procedure :: supported => comm_supported
+  end type dao_comm
+
+  !> One rank's handle of a whole memory object (C: dao_whole): a table of
+  !> fixed-size entries partitioned over the ranks of a dao_comm. Entry
+  !> indices count from 0, as in C (they are the same on every rank).
+  type :: dao_whole
+    type(c_ptr) :: handle = c_null_ptr
+  contains
+    procedure :: create => whole_create
+    procedure :: destroy => whole_destroy
+    procedure :: info => whole_info
+    procedure :: partition => whole_partition
+    procedure :: entry_rank => whole_entry_rank
+    procedure :: local => whole_local
+    procedure :: rank_pointer => whole_rank_pointer
+    procedure :: base => whole_base
+    procedure :: gather => whole_gather
+    procedure :: scatter => whole_scatter
+    procedure :: store => whole_store
+    procedure :: load => whole_load
+  end type dao_whole
+
   ! ------------------------------------------------------- generic routines
 
   include "dao_arrays_spec.inc"
@@ -231,6 +271,11 @@ module dao
   private :: tiered_create, tiered_set_score_callback, tiered_submit, tiered_synchronize, &
              tiered_get_stats, tiered_destroy
   private :: tensor_create, tensor_write_bytes, tensor_read_bytes, tensor_state, tensor_release
+  private :: comm_destroy, comm_rank, comm_size, comm_rank_place, comm_info, comm_barrier, &
+             comm_supported
+  private :: whole_create, whole_destroy, whole_info, whole_partition, whole_entry_rank, &
+             whole_local, whole_rank_pointer, whole_base, whole_gather, whole_scatter, &
+             whole_store, whole_load, whole_buffer_ok
 
 contains
 
@@ -1609,6 +1654,315 @@ contains
     call c_f_pointer(list, ptrs, [count])
     ptr = ptrs(i)
   end function dao_kernel_arg
+
+  ! ===================================================== partitioned memory
+
+  !> A communicator over places of this process: comms(i) becomes the handle
+  !> of rank i - 1, on places(i). size(comms) must be size(places) (1 ..
+  !> DAO_COMM_LOCAL_MAX_RANKS), and every element of comms must be empty.
+  !> Each rank's collective calls are then made from a thread of its own.
+  subroutine dao_comm_local(comms, places, status)
+    type(dao_comm), intent(inout) :: comms(:)
+    type(dao_place), intent(in) :: places(:)
+    integer(c_int), intent(out), optional :: status
+    type(c_ptr), allocatable :: h(:)
+    integer(c_int) :: st
+    integer :: i
+    character(len=64) :: text
+    if (size(comms) /= size(places)) then
+      write (text, '(a, i0, a, i0, a)') '(', size(comms), ' handles for ', size(places), ' places)'
+      call fail(DAO_ERR_INVALID_ARGUMENT, 'dao_comm_local: comms and places differ in size ' // &
+                trim(text), status)
+      return
+    end if
+    do i = 1, size(comms)
+      if (holds_handle(comms(i)%handle, 'dao_comm_local', status)) return
+    end do
+    allocate (h(max(size(comms), 1)))
+    h = c_null_ptr
+    st = dao_comm_create_local(int(size(places), c_int), places, h)
+    if (st == DAO_OK) then
+      do i = 1, size(comms)
+        comms(i)%handle = h(i)
+      end do
+    end if
+    call finish(st, status)
+  end subroutine dao_comm_local
+
+  !> Name of a whole memory type ("continuous", "chunked", "distributed").
+  function dao_whole_type_string(whole_type) result(name)
+    integer(c_int), intent(in) :: whole_type
+    character(len=:), allocatable :: name
+    name = dao_string(dao_whole_type_name(whole_type))
+  end function dao_whole_type_string
+
+  !> Name of a whole memory location ("device", "host").
+  function dao_whole_location_string(location) result(name)
+    integer(c_int), intent(in) :: location
+    character(len=:), allocatable :: name
+    name = dao_string(dao_whole_location_name(location))
+  end function dao_whole_location_string
+
+  !> Destroy this rank's handle (not collective for in-process
+  !> communicators); DAO_ERR_BUSY while whole memory objects of it exist.
+  subroutine comm_destroy(self, status)
+    class(dao_comm), intent(inout) :: self
+    integer(c_int), intent(out), optional :: status
+    integer(c_int) :: st
+    st = dao_comm_destroy(self%handle)
+    if (st == DAO_OK) self%handle = c_null_ptr
+    call finish(st, status)
+  end subroutine comm_destroy
+
+  !> This rank, 0 .. size - 1 (-1 on failure).
+  function comm_rank(self, status) result(rank)
+    class(dao_comm), intent(in) :: self
+    integer(c_int), intent(out), optional :: status
+    integer :: rank
+    integer(c_int) :: r
+    r = -1
+    call finish(dao_comm_rank(self%handle, r), status)
+    rank = r
+  end function comm_rank
+
+  !> Number of ranks (0 on failure).
+  function comm_size(self, status) result(count)
+    class(dao_comm), intent(in) :: self
+    integer(c_int), intent(out), optional :: status
+    integer :: count
+    integer(c_int) :: n
+    n = 0
+    call finish(dao_comm_size(self%handle, n), status)
+    count = n
+  end function comm_size
+
+  !> The place of any rank (0 .. size - 1).
+  function comm_rank_place(self, rank, status) result(place)
+    class(dao_comm), intent(in) :: self
+    integer, intent(in) :: rank
+    integer(c_int), intent(out), optional :: status
+    type(dao_place) :: place
+    place = dao_place()
+    call finish(dao_comm_rank_place(self%handle, int(rank, c_int), place), status)
+  end function comm_rank_place
+
+  !> Describe the communicator (struct_size is set here); transport: its
+  !> name ("in-process", "mpi").
+  subroutine comm_info(self, info, transport, status)
+    class(dao_comm), intent(in) :: self
+    type(dao_comm_info), intent(out) :: info
+    character(len=:), allocatable, intent(out), optional :: transport
+    integer(c_int), intent(out), optional :: status
+    integer(c_int) :: st
+    info%struct_size = c_sizeof(info)
+    st = dao_comm_get_info(self%handle, info)
+    if (present(transport)) transport = dao_string(info%transport)
+    call finish(st, status)
+  end subroutine comm_info
+
+  !> Wait for every rank; makes earlier writes visible to all. Collective.
+  subroutine comm_barrier(self, status)
+    class(dao_comm), intent(in) :: self
+    integer(c_int), intent(out), optional :: status
+    call finish(dao_comm_barrier(self%handle), status)
+  end subroutine comm_barrier
+
+  !> Whether this communicator can build whole memory of a type
+  !> (DAO_WHOLE_CONTINUOUS ...) on a location (DAO_WHOLE_DEVICE, _HOST). A
+  !> "no" is status DAO_ERR_UNSUPPORTED, with a message that says why.
+  function comm_supported(self, whole_type, location, status) result(yes)
+    class(dao_comm), intent(in) :: self
+    integer(c_int), intent(in) :: whole_type, location
+    integer(c_int), intent(out), optional :: status
+    logical :: yes
+    integer(c_int) :: st
+    st = dao_whole_supported(self%handle, whole_type, location)
+    yes = st == DAO_OK
+    call finish(st, status)
+  end function comm_supported
+
+  !> Create a whole memory object of total_size bytes made of entries of
+  !> entry_size bytes, of a type (DAO_WHOLE_*) on a location (DAO_WHOLE_DEVICE
+  !> or DAO_WHOLE_HOST). Collective: every rank of comm, same arguments.
+  subroutine whole_create(self, comm, whole_type, location, total_size, entry_size, status)
+    class(dao_whole), intent(inout) :: self
+    type(dao_comm), intent(in) :: comm
+    integer(c_int), intent(in) :: whole_type, location
+    integer(int64), intent(in) :: total_size, entry_size
+    integer(c_int), intent(out), optional :: status
+    type(dao_whole_desc) :: desc
+    type(c_ptr) :: h
+    integer(c_int) :: st
+    if (holds_handle(self%handle, 'dao_whole%create', status)) return
+    if (bad_size(total_size, 'dao_whole%create: total_size', status)) return
+    if (bad_size(entry_size, 'dao_whole%create: entry_size', status)) return
+    desc%struct_size = c_sizeof(desc)
+    desc%type = whole_type
+    desc%location = location
+    desc%total_size = int(total_size, c_size_t)
+    desc%entry_size = int(entry_size, c_size_t)
+    h = c_null_ptr
+    st = dao_whole_create(comm%handle, desc, h)
+    if (st == DAO_OK) self%handle = h
+    call finish(st, status)
+  end subroutine whole_create
+
+  !> Destroy this rank's handle and, once every rank has, the memory.
+  !> Collective.
+  subroutine whole_destroy(self, status)
+    class(dao_whole), intent(inout) :: self
+    integer(c_int), intent(out), optional :: status
+    integer(c_int) :: st
+    st = dao_whole_destroy(self%handle)
+    if (st == DAO_OK) self%handle = c_null_ptr
+    call finish(st, status)
+  end subroutine whole_destroy
+
+  !> Describe the object (struct_size is set here).
+  subroutine whole_info(self, info, status)
+    class(dao_whole), intent(in) :: self
+    type(dao_whole_info), intent(out) :: info
+    integer(c_int), intent(out), optional :: status
+    info%struct_size = c_sizeof(info)
+    call finish(dao_whole_get_info(self%handle, info), status)
+  end subroutine whole_info
+
+  !> The entries and bytes rank `rank` (0 .. size - 1) owns.
+  subroutine whole_partition(self, rank, range, status)
+    class(dao_whole), intent(in) :: self
+    integer, intent(in) :: rank
+    type(dao_whole_range), intent(out) :: range
+    integer(c_int), intent(out), optional :: status
+    range%struct_size = c_sizeof(range)
+    call finish(dao_whole_get_partition(self%handle, int(rank, c_int), range), status)
+  end subroutine whole_partition
+
+  !> The rank that owns entry `index` (0-based; -1 on failure).
+  function whole_entry_rank(self, index, status) result(rank)
+    class(dao_whole), intent(in) :: self
+    integer(int64), intent(in) :: index
+    integer(c_int), intent(out), optional :: status
+    integer :: rank
+    integer(c_int) :: r
+    r = -1
+    call finish(dao_whole_entry_rank(self%handle, int(index, c_int64_t), r), status)
+    rank = r
+  end function whole_entry_rank
+
+  !> This rank's own part: its address (c_f_pointer it to an array of the
+  !> entry type) and, optionally, its range.
+  subroutine whole_local(self, ptr, range, status)
+    class(dao_whole), intent(in) :: self
+    type(c_ptr), intent(out) :: ptr
+    type(dao_whole_range), intent(out), optional :: range
+    integer(c_int), intent(out), optional :: status
+    ptr = c_null_ptr
+    if (present(range)) then
+      range%struct_size = c_sizeof(range)
+      call finish(dao_whole_get_local(self%handle, ptr, range), status)
+    else
+      call finish(dao_whole_get_local(self%handle, ptr), status)
+    end if
+  end subroutine whole_local
+
+  !> The address of rank `rank`'s part of a mapped (continuous or chunked)
+  !> object; DAO_ERR_UNSUPPORTED for another rank's part of a distributed one.
+  subroutine whole_rank_pointer(self, rank, ptr, status)
+    class(dao_whole), intent(in) :: self
+    integer, intent(in) :: rank
+    type(c_ptr), intent(out) :: ptr
+    integer(c_int), intent(out), optional :: status
+    ptr = c_null_ptr
+    call finish(dao_whole_get_rank_pointer(self%handle, int(rank, c_int), ptr), status)
+  end subroutine whole_rank_pointer
+
+  !> The address of entry 0 of a continuous object (DAO_ERR_UNSUPPORTED for
+  !> the other types).
+  subroutine whole_base(self, ptr, status)
+    class(dao_whole), intent(in) :: self
+    type(c_ptr), intent(out) :: ptr
+    integer(c_int), intent(out), optional :: status
+    ptr = c_null_ptr
+    call finish(dao_whole_get_base(self%handle, ptr), status)
+  end subroutine whole_base
+
+  ! .true. when a buffer of `bytes` holds `count` entries; else the failure
+  ! is delivered.
+  function whole_buffer_ok(self, count, bytes, what, status) result(ok)
+    class(dao_whole), intent(in) :: self
+    integer(int64), intent(in) :: count, bytes
+    character(len=*), intent(in) :: what
+    integer(c_int), intent(out), optional :: status
+    logical :: ok
+    type(dao_whole_info) :: info
+    integer(c_int) :: st
+    character(len=96) :: text
+    ok = .false.
+    if (bad_size(bytes, what // ': bytes', status)) return
+    info%struct_size = c_sizeof(info)
+    st = dao_whole_get_info(self%handle, info)
+    if (st /= DAO_OK) then
+      call finish(st, status)
+      return
+    end if
+    if (count > 0 .and. bytes / count < int(info%entry_size, int64)) then
+      write (text, '(a, i0, a, i0, a, i0, a)') ' (', count, ' entries of ', info%entry_size, &
+        ' bytes, a buffer of ', bytes, ')'
+      call fail(DAO_ERR_INVALID_ARGUMENT, what // ': the buffer is too small' // trim(text), &
+                status)
+      return
+    end if
+    ok = .true.
+  end function whole_buffer_ok
+
+  !> Copy entries indices(i) (0-based global indices) into the buffer at
+  !> dst, entry after entry: dst holds `bytes` bytes of host-accessible
+  !> memory (c_loc of an array), at least size(indices) * entry_size. Not
+  !> collective.
+  subroutine whole_gather(self, indices, dst, bytes, status)
+    class(dao_whole), intent(in) :: self
+    integer(int64), intent(in) :: indices(:)
+    type(c_ptr), intent(in) :: dst
+    integer(int64), intent(in) :: bytes
+    integer(c_int), intent(out), optional :: status
+    integer(c_int64_t), allocatable :: idx(:)
+    if (.not. whole_buffer_ok(self, size(indices, kind=int64), bytes, 'dao_whole%gather', &
+                              status)) return
+    idx = int(indices, c_int64_t)
+    call finish(dao_whole_gather(self%handle, idx, size(idx, kind=c_size_t), dst), status)
+  end subroutine whole_gather
+
+  !> Copy the buffer at src (`bytes` bytes, at least size(indices) *
+  !> entry_size) into entries indices(i), entry after entry. Not collective;
+  !> other ranks see the values after their next collective call.
+  subroutine whole_scatter(self, src, bytes, indices, status)
+    class(dao_whole), intent(in) :: self
+    type(c_ptr), intent(in) :: src
+    integer(int64), intent(in) :: bytes
+    integer(int64), intent(in) :: indices(:)
+    integer(c_int), intent(out), optional :: status
+    integer(c_int64_t), allocatable :: idx(:)
+    if (.not. whole_buffer_ok(self, size(indices, kind=int64), bytes, 'dao_whole%scatter', &
+                              status)) return
+    idx = int(indices, c_int64_t)
+    call finish(dao_whole_scatter(self%handle, src, idx, size(idx, kind=c_size_t)), status)
+  end subroutine whole_scatter
+
+  !> Write the object to a file (entries in index order). Collective.
+  subroutine whole_store(self, path, status)
+    class(dao_whole), intent(in) :: self
+    character(len=*), intent(in) :: path
+    integer(c_int), intent(out), optional :: status
+    call finish(dao_whole_store(self%handle, c_string(path)), status)
+  end subroutine whole_store
+
+  !> Read the object from a file of exactly total_size bytes. Collective.
+  subroutine whole_load(self, path, status)
+    class(dao_whole), intent(in) :: self
+    character(len=*), intent(in) :: path
+    integer(c_int), intent(out), optional :: status
+    call finish(dao_whole_load(self%handle, c_string(path)), status)
+  end subroutine whole_load
 
   ! ======================================== generated array procedures
 

@@ -1,6 +1,8 @@
 !> The C API of libdao as Fortran sees it: constants, bind(C) structs,
-!> callback interfaces, and one bind(C) interface for each of the 82 exported
-!> functions of include/dao.h, under the C name.
+!> callback interfaces, and one bind(C) interface for each of the 106 exported
+!> functions of include/dao.h (82, and the 24 of dao/whole.h: partitioned
+!> memory, including its three DAO_EXPERIMENTAL transport functions), under
+!> the C name.
 !>
 !> Module `dao` re-exports all of this, so a program needs only `use dao`.
 !> This layer is the C API and nothing more: functions return a status, take
@@ -28,7 +30,8 @@
 !>   DAO_MODULE_VERSION_STRING.
 module dao_c
   use, intrinsic :: iso_c_binding, only: c_int, c_int64_t, c_intptr_t, c_size_t, c_double, &
-                                          c_char, c_ptr, c_funptr, c_null_ptr
+                                          c_char, c_ptr, c_funptr, c_null_ptr, &
+                                          c_null_funptr
   implicit none
   private
 
@@ -93,6 +96,14 @@ module dao_c
   integer(c_int), parameter, public :: DAO_TENSOR_ON_DEVICE = 1
   integer(c_int), parameter, public :: DAO_TENSOR_ON_HOST = 2
   integer(c_int), parameter, public :: DAO_TENSOR_IN_TRANSIT = 3
+
+  ! --- whole.h ---
+  integer(c_int), parameter, public :: DAO_COMM_LOCAL_MAX_RANKS = 1024
+  integer(c_int), parameter, public :: DAO_WHOLE_CONTINUOUS = 0
+  integer(c_int), parameter, public :: DAO_WHOLE_CHUNKED = 1
+  integer(c_int), parameter, public :: DAO_WHOLE_DISTRIBUTED = 2
+  integer(c_int), parameter, public :: DAO_WHOLE_DEVICE = 0
+  integer(c_int), parameter, public :: DAO_WHOLE_HOST = 1
 
   !> UINT64_MAX as it reads in a signed 64-bit Fortran integer: the
   !> "no next use" of dao_tensor_access_info%next_use and the "not submitted"
@@ -207,6 +218,84 @@ module dao_c
     integer(c_int64_t) :: tensors_live = 0
   end type dao_tiered_stats
 
+  !> What a whole memory object is made of (C: dao_whole_desc), for
+  !> dao_whole_create(). Set struct_size to c_sizeof(desc); type is a
+  !> DAO_WHOLE_CONTINUOUS/CHUNKED/DISTRIBUTED, location DAO_WHOLE_DEVICE/HOST.
+  type, bind(C), public :: dao_whole_desc
+    integer(c_size_t) :: struct_size = 0
+    integer(c_int) :: type = DAO_WHOLE_CONTINUOUS
+    integer(c_int) :: location = DAO_WHOLE_DEVICE
+    integer(c_size_t) :: total_size = 0
+    integer(c_size_t) :: entry_size = 0
+  end type dao_whole_desc
+
+  !> The entries and bytes one rank owns (C: dao_whole_range; set
+  !> struct_size). Ranks and entry indices count from 0, as in C.
+  type, bind(C), public :: dao_whole_range
+    integer(c_size_t) :: struct_size = 0
+    integer(c_int) :: rank = 0
+    integer(c_size_t) :: first_entry = 0
+    integer(c_size_t) :: entry_count = 0
+    integer(c_size_t) :: byte_offset = 0
+    integer(c_size_t) :: byte_size = 0
+  end type dao_whole_range
+
+  !> A whole memory object seen from one rank (C: dao_whole_info; set
+  !> struct_size).
+  type, bind(C), public :: dao_whole_info
+    integer(c_size_t) :: struct_size = 0
+    integer(c_int) :: type = DAO_WHOLE_CONTINUOUS
+    integer(c_int) :: location = DAO_WHOLE_DEVICE
+    integer(c_size_t) :: total_size = 0
+    integer(c_size_t) :: entry_size = 0
+    integer(c_size_t) :: entry_count = 0
+    integer(c_int) :: rank = 0
+    integer(c_int) :: size = 0
+    type(dao_place) :: place
+  end type dao_whole_info
+
+  !> A communicator seen from one rank (C: dao_comm_info; set struct_size).
+  !> transport is a static C string ("in-process" or "mpi"): dao_string().
+  type, bind(C), public :: dao_comm_info
+    integer(c_size_t) :: struct_size = 0
+    integer(c_int) :: rank = 0
+    integer(c_int) :: size = 0
+    type(dao_place) :: place
+    type(c_ptr) :: transport = c_null_ptr
+    integer(c_int) :: shares_address_space = 0
+    integer(c_int) :: shares_host_memory = 0
+  end type dao_comm_info
+
+  !> A communication library's operations (C: dao_comm_transport, declared
+  !> behind DAO_EXPERIMENTAL: the layout may change without a SONAME bump),
+  !> for dao_comm_create_transport(). Every operation is a c_funloc of a
+  !> bind(C) procedure with the C signature of whole.h (or c_null_funptr
+  !> where whole.h says optional). Only the bind(C) layer has it: the Fortran
+  !> layer has no wrapper for transports.
+  type, bind(C), public :: dao_comm_transport
+    integer(c_size_t) :: struct_size = 0
+    type(c_ptr) :: self = c_null_ptr
+    integer(c_int) :: rank = 0
+    integer(c_int) :: size = 0
+    type(c_ptr) :: name = c_null_ptr
+    integer(c_int) :: shares_host_memory = 0
+    type(c_funptr) :: last_error = c_null_funptr
+    type(c_funptr) :: barrier = c_null_funptr
+    type(c_funptr) :: allgather = c_null_funptr
+    type(c_funptr) :: window_create = c_null_funptr
+    type(c_funptr) :: window_allocate = c_null_funptr
+    type(c_funptr) :: window_get = c_null_funptr
+    type(c_funptr) :: window_put = c_null_funptr
+    type(c_funptr) :: window_complete = c_null_funptr
+    type(c_funptr) :: window_free = c_null_funptr
+    type(c_funptr) :: shared_allocate = c_null_funptr
+    type(c_funptr) :: shared_query = c_null_funptr
+    type(c_funptr) :: shared_free = c_null_funptr
+    type(c_funptr) :: destroy = c_null_funptr
+    type(c_funptr) :: window_get_many = c_null_funptr
+    type(c_funptr) :: window_put_many = c_null_funptr
+  end type dao_comm_transport
+
   ! --- callbacks: write a bind(C) procedure with one of these interfaces
   !     and pass it (the Fortran layer) or c_funloc of it (this layer). ---
   public :: dao_host_fn, dao_kernel_fn, dao_score_fn
@@ -243,7 +332,7 @@ module dao_c
     end function dao_score_fn
   end interface
 
-  ! --- the 82 functions, by header ---
+  ! --- the 106 functions, by header ---
   ! version.h (2)
   public :: dao_version_number, dao_version_string
   ! status.h (2)
@@ -279,6 +368,14 @@ module dao_c
   public :: dao_tiered_create, dao_tiered_set_score_callback, dao_tensor_create, &
             dao_tensor_write, dao_tensor_read, dao_tensor_get_state, dao_tensor_release, &
             dao_kernel_submit, dao_tiered_synchronize, dao_tiered_get_stats, dao_tiered_destroy
+  ! whole.h (24; the last two, and struct dao_comm_transport, are DAO_EXPERIMENTAL)
+  public :: dao_comm_create_local, dao_comm_destroy, dao_comm_rank, dao_comm_size, &
+            dao_comm_rank_place, dao_comm_get_info, dao_comm_barrier, dao_whole_type_name, &
+            dao_whole_location_name, dao_whole_supported, dao_whole_create, dao_whole_destroy, &
+            dao_whole_get_info, dao_whole_get_partition, dao_whole_entry_rank, &
+            dao_whole_get_local, dao_whole_get_rank_pointer, dao_whole_get_base, &
+            dao_whole_gather, dao_whole_scatter, dao_whole_store, dao_whole_load, &
+            dao_comm_create_transport, dao_comm_transport_error
 
   interface
     ! ---------------------------------------------------------------- version.h
@@ -920,5 +1017,205 @@ module dao_c
       type(c_ptr), value :: pool
       integer(c_int) :: r
     end function dao_tiered_destroy
+
+    ! ------------------------------------------------------------------ whole.h
+    !> places: count places; comms receives count handles (unchanged on
+    !> failure). Each rank's collective calls come from a thread of its own.
+    function dao_comm_create_local(count, places, comms) &
+        bind(C, name="dao_comm_create_local") result(r)
+      import :: c_int, c_ptr, dao_place
+      integer(c_int), value :: count
+      type(dao_place), dimension(*), intent(in) :: places
+      type(c_ptr), dimension(*), intent(inout) :: comms
+      integer(c_int) :: r
+    end function dao_comm_create_local
+
+    function dao_comm_destroy(comm) bind(C, name="dao_comm_destroy") result(r)
+      import :: c_int, c_ptr
+      type(c_ptr), value :: comm
+      integer(c_int) :: r
+    end function dao_comm_destroy
+
+    function dao_comm_rank(comm, rank) bind(C, name="dao_comm_rank") result(r)
+      import :: c_int, c_ptr
+      type(c_ptr), value :: comm
+      integer(c_int), intent(inout) :: rank
+      integer(c_int) :: r
+    end function dao_comm_rank
+
+    function dao_comm_size(comm, size) bind(C, name="dao_comm_size") result(r)
+      import :: c_int, c_ptr
+      type(c_ptr), value :: comm
+      integer(c_int), intent(inout) :: size
+      integer(c_int) :: r
+    end function dao_comm_size
+
+    function dao_comm_rank_place(comm, rank, place) bind(C, name="dao_comm_rank_place") result(r)
+      import :: c_int, c_ptr, dao_place
+      type(c_ptr), value :: comm
+      integer(c_int), value :: rank
+      type(dao_place), intent(inout) :: place
+      integer(c_int) :: r
+    end function dao_comm_rank_place
+
+    function dao_comm_get_info(comm, info) bind(C, name="dao_comm_get_info") result(r)
+      import :: c_int, c_ptr, dao_comm_info
+      type(c_ptr), value :: comm
+      type(dao_comm_info), intent(inout) :: info
+      integer(c_int) :: r
+    end function dao_comm_get_info
+
+    !> Collective.
+    function dao_comm_barrier(comm) bind(C, name="dao_comm_barrier") result(r)
+      import :: c_int, c_ptr
+      type(c_ptr), value :: comm
+      integer(c_int) :: r
+    end function dao_comm_barrier
+
+    function dao_whole_type_name(whole_type) bind(C, name="dao_whole_type_name") result(r)
+      import :: c_int, c_ptr
+      integer(c_int), value :: whole_type
+      type(c_ptr) :: r
+    end function dao_whole_type_name
+
+    function dao_whole_location_name(location) bind(C, name="dao_whole_location_name") result(r)
+      import :: c_int, c_ptr
+      integer(c_int), value :: location
+      type(c_ptr) :: r
+    end function dao_whole_location_name
+
+    function dao_whole_supported(comm, whole_type, location) &
+        bind(C, name="dao_whole_supported") result(r)
+      import :: c_int, c_ptr
+      type(c_ptr), value :: comm
+      integer(c_int), value :: whole_type
+      integer(c_int), value :: location
+      integer(c_int) :: r
+    end function dao_whole_supported
+
+    !> Collective.
+    function dao_whole_create(comm, desc, out) bind(C, name="dao_whole_create") result(r)
+      import :: c_int, c_ptr, dao_whole_desc
+      type(c_ptr), value :: comm
+      type(dao_whole_desc), intent(in) :: desc
+      type(c_ptr), intent(inout) :: out
+      integer(c_int) :: r
+    end function dao_whole_create
+
+    !> Collective.
+    function dao_whole_destroy(whole) bind(C, name="dao_whole_destroy") result(r)
+      import :: c_int, c_ptr
+      type(c_ptr), value :: whole
+      integer(c_int) :: r
+    end function dao_whole_destroy
+
+    function dao_whole_get_info(whole, info) bind(C, name="dao_whole_get_info") result(r)
+      import :: c_int, c_ptr, dao_whole_info
+      type(c_ptr), value :: whole
+      type(dao_whole_info), intent(inout) :: info
+      integer(c_int) :: r
+    end function dao_whole_get_info
+
+    function dao_whole_get_partition(whole, rank, range) &
+        bind(C, name="dao_whole_get_partition") result(r)
+      import :: c_int, c_ptr, dao_whole_range
+      type(c_ptr), value :: whole
+      integer(c_int), value :: rank
+      type(dao_whole_range), intent(inout) :: range
+      integer(c_int) :: r
+    end function dao_whole_get_partition
+
+    function dao_whole_entry_rank(whole, index, rank) bind(C, name="dao_whole_entry_rank") &
+        result(r)
+      import :: c_int, c_int64_t, c_ptr
+      type(c_ptr), value :: whole
+      integer(c_int64_t), value :: index
+      integer(c_int), intent(inout) :: rank
+      integer(c_int) :: r
+    end function dao_whole_entry_rank
+
+    !> range may be absent (NULL).
+    function dao_whole_get_local(whole, ptr, range) bind(C, name="dao_whole_get_local") result(r)
+      import :: c_int, c_ptr, dao_whole_range
+      type(c_ptr), value :: whole
+      type(c_ptr), intent(inout) :: ptr
+      type(dao_whole_range), intent(inout), optional :: range
+      integer(c_int) :: r
+    end function dao_whole_get_local
+
+    function dao_whole_get_rank_pointer(whole, rank, ptr) &
+        bind(C, name="dao_whole_get_rank_pointer") result(r)
+      import :: c_int, c_ptr
+      type(c_ptr), value :: whole
+      integer(c_int), value :: rank
+      type(c_ptr), intent(inout) :: ptr
+      integer(c_int) :: r
+    end function dao_whole_get_rank_pointer
+
+    function dao_whole_get_base(whole, base) bind(C, name="dao_whole_get_base") result(r)
+      import :: c_int, c_ptr
+      type(c_ptr), value :: whole
+      type(c_ptr), intent(inout) :: base
+      integer(c_int) :: r
+    end function dao_whole_get_base
+
+    !> indices: count 0-based entry indices (absent for NULL, count 0); dst:
+    !> count * entry_size bytes of host-accessible memory.
+    function dao_whole_gather(whole, indices, count, dst) bind(C, name="dao_whole_gather") &
+        result(r)
+      import :: c_int, c_int64_t, c_size_t, c_ptr
+      type(c_ptr), value :: whole
+      integer(c_int64_t), dimension(*), intent(in), optional :: indices
+      integer(c_size_t), value :: count
+      type(c_ptr), value :: dst
+      integer(c_int) :: r
+    end function dao_whole_gather
+
+    function dao_whole_scatter(whole, src, indices, count) bind(C, name="dao_whole_scatter") &
+        result(r)
+      import :: c_int, c_int64_t, c_size_t, c_ptr
+      type(c_ptr), value :: whole
+      type(c_ptr), value :: src
+      integer(c_int64_t), dimension(*), intent(in), optional :: indices
+      integer(c_size_t), value :: count
+      integer(c_int) :: r
+    end function dao_whole_scatter
+
+    !> Collective. path: NUL-terminated.
+    function dao_whole_store(whole, path) bind(C, name="dao_whole_store") result(r)
+      import :: c_int, c_char, c_ptr
+      type(c_ptr), value :: whole
+      character(kind=c_char), dimension(*), intent(in) :: path
+      integer(c_int) :: r
+    end function dao_whole_store
+
+    !> Collective. path: NUL-terminated.
+    function dao_whole_load(whole, path) bind(C, name="dao_whole_load") result(r)
+      import :: c_int, c_char, c_ptr
+      type(c_ptr), value :: whole
+      character(kind=c_char), dimension(*), intent(in) :: path
+      integer(c_int) :: r
+    end function dao_whole_load
+
+    !> Experimental (DAO_EXPERIMENTAL in C): a communicator handle over a
+    !> transport. Collective over the transport.
+    function dao_comm_create_transport(transport, place, out) &
+        bind(C, name="dao_comm_create_transport") result(r)
+      import :: c_int, c_ptr, dao_comm_transport, dao_place
+      type(dao_comm_transport), intent(in) :: transport
+      type(dao_place), value :: place
+      type(c_ptr), intent(inout) :: out
+      integer(c_int) :: r
+    end function dao_comm_create_transport
+
+    !> Experimental: record a failure for dao_last_error(); returns status.
+    !> message: NUL-terminated, or absent for NULL ("").
+    function dao_comm_transport_error(status, message) &
+        bind(C, name="dao_comm_transport_error") result(r)
+      import :: c_int, c_char
+      integer(c_int), value :: status
+      character(kind=c_char), dimension(*), intent(in), optional :: message
+      integer(c_int) :: r
+    end function dao_comm_transport_error
   end interface
 end module dao_c

@@ -3,6 +3,8 @@
  * them in the headers. */
 #include <stddef.h>
 
+/* dao_comm_transport is behind DAO_EXPERIMENTAL; dao_c.f90 binds it too. */
+#define DAO_EXPERIMENTAL
 #include <dao.h>
 
 /* Size (field 0) or offset of field 1, 2, ... (declaration order) of struct
@@ -11,7 +13,7 @@
   { sizeof(T), __VA_ARGS__, (size_t)-1 }
 size_t daot_layout(int type, int field);
 size_t daot_layout(int type, int field) {
-  static const size_t table[][20] = {
+  static const size_t table[][24] = {
       FIELDS_(dao_place, offsetof(dao_place, kind), offsetof(dao_place, device)),
       FIELDS_(dao_allocator_stats, offsetof(dao_allocator_stats, struct_size),
               offsetof(dao_allocator_stats, allocated_bytes),
@@ -65,8 +67,41 @@ size_t daot_layout(int type, int field) {
               offsetof(dao_tiered_stats, host_bytes),
               offsetof(dao_tiered_stats, peak_host_bytes),
               offsetof(dao_tiered_stats, tensors_live)),
+      FIELDS_(dao_whole_desc, offsetof(dao_whole_desc, struct_size),
+              offsetof(dao_whole_desc, type), offsetof(dao_whole_desc, location),
+              offsetof(dao_whole_desc, total_size), offsetof(dao_whole_desc, entry_size)),
+      FIELDS_(dao_whole_range, offsetof(dao_whole_range, struct_size),
+              offsetof(dao_whole_range, rank), offsetof(dao_whole_range, first_entry),
+              offsetof(dao_whole_range, entry_count), offsetof(dao_whole_range, byte_offset),
+              offsetof(dao_whole_range, byte_size)),
+      FIELDS_(dao_whole_info, offsetof(dao_whole_info, struct_size),
+              offsetof(dao_whole_info, type), offsetof(dao_whole_info, location),
+              offsetof(dao_whole_info, total_size), offsetof(dao_whole_info, entry_size),
+              offsetof(dao_whole_info, entry_count), offsetof(dao_whole_info, rank),
+              offsetof(dao_whole_info, size), offsetof(dao_whole_info, place)),
+      FIELDS_(dao_comm_info, offsetof(dao_comm_info, struct_size),
+              offsetof(dao_comm_info, rank), offsetof(dao_comm_info, size),
+              offsetof(dao_comm_info, place), offsetof(dao_comm_info, transport),
+              offsetof(dao_comm_info, shares_address_space),
+              offsetof(dao_comm_info, shares_host_memory)),
+      FIELDS_(dao_comm_transport, offsetof(dao_comm_transport, struct_size),
+              offsetof(dao_comm_transport, self), offsetof(dao_comm_transport, rank),
+              offsetof(dao_comm_transport, size), offsetof(dao_comm_transport, name),
+              offsetof(dao_comm_transport, shares_host_memory),
+              offsetof(dao_comm_transport, last_error), offsetof(dao_comm_transport, barrier),
+              offsetof(dao_comm_transport, allgather),
+              offsetof(dao_comm_transport, window_create),
+              offsetof(dao_comm_transport, window_allocate),
+              offsetof(dao_comm_transport, window_get), offsetof(dao_comm_transport, window_put),
+              offsetof(dao_comm_transport, window_complete),
+              offsetof(dao_comm_transport, window_free),
+              offsetof(dao_comm_transport, shared_allocate),
+              offsetof(dao_comm_transport, shared_query),
+              offsetof(dao_comm_transport, shared_free), offsetof(dao_comm_transport, destroy),
+              offsetof(dao_comm_transport, window_get_many),
+              offsetof(dao_comm_transport, window_put_many)),
   };
-  if (type < 0 || type >= (int)(sizeof table / sizeof table[0]) || field < 0 || field >= 20) {
+  if (type < 0 || type >= (int)(sizeof table / sizeof table[0]) || field < 0 || field >= 24) {
     return (size_t)-1;
   }
   return table[type][field];
@@ -99,6 +134,9 @@ static const daot_constant daot_constants[] = {
     DAOT_C_(DAO_RECYCLE_MAX_DIMS)
     DAOT_C_(DAO_TENSOR_UNINITIALIZED) DAOT_C_(DAO_TENSOR_ON_DEVICE) DAOT_C_(DAO_TENSOR_ON_HOST)
     DAOT_C_(DAO_TENSOR_IN_TRANSIT)
+    DAOT_C_(DAO_COMM_LOCAL_MAX_RANKS)
+    DAOT_C_(DAO_WHOLE_CONTINUOUS) DAOT_C_(DAO_WHOLE_CHUNKED) DAOT_C_(DAO_WHOLE_DISTRIBUTED)
+    DAOT_C_(DAO_WHOLE_DEVICE) DAOT_C_(DAO_WHOLE_HOST)
     DAOT_C_(DAO_VERSION_MAJOR) DAOT_C_(DAO_VERSION_MINOR) DAOT_C_(DAO_VERSION_PATCH)
     DAOT_C_(DAO_VERSION_NUMBER)
 };

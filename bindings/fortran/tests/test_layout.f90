@@ -42,6 +42,11 @@ program test_layout
   type(dao_recycle_stats), target :: recycle_stats
   type(dao_tensor_access_info), target :: access
   type(dao_tiered_stats), target :: tiered_stats
+  type(dao_whole_desc), target :: whole_desc
+  type(dao_whole_range), target :: whole_range
+  type(dao_whole_info), target :: whole_info
+  type(dao_comm_info), target :: comm_info
+  type(dao_comm_transport), target :: transport
 
   call check_struct(0, 'dao_place', c_sizeof(place), [off(c_loc(place%kind), c_loc(place)), &
                                                       off(c_loc(place%device), c_loc(place))])
@@ -100,8 +105,49 @@ program test_layout
       off(c_loc(s%host_bytes), c_loc(s)), off(c_loc(s%peak_host_bytes), c_loc(s)), &
       off(c_loc(s%tensors_live), c_loc(s))])
   end associate
+  associate (s => whole_desc)
+    call check_struct(8, 'dao_whole_desc', c_sizeof(s), [ &
+      off(c_loc(s%struct_size), c_loc(s)), off(c_loc(s%type), c_loc(s)), &
+      off(c_loc(s%location), c_loc(s)), off(c_loc(s%total_size), c_loc(s)), &
+      off(c_loc(s%entry_size), c_loc(s))])
+  end associate
+  associate (s => whole_range)
+    call check_struct(9, 'dao_whole_range', c_sizeof(s), [ &
+      off(c_loc(s%struct_size), c_loc(s)), off(c_loc(s%rank), c_loc(s)), &
+      off(c_loc(s%first_entry), c_loc(s)), off(c_loc(s%entry_count), c_loc(s)), &
+      off(c_loc(s%byte_offset), c_loc(s)), off(c_loc(s%byte_size), c_loc(s))])
+  end associate
+  associate (s => whole_info)
+    call check_struct(10, 'dao_whole_info', c_sizeof(s), [ &
+      off(c_loc(s%struct_size), c_loc(s)), off(c_loc(s%type), c_loc(s)), &
+      off(c_loc(s%location), c_loc(s)), off(c_loc(s%total_size), c_loc(s)), &
+      off(c_loc(s%entry_size), c_loc(s)), off(c_loc(s%entry_count), c_loc(s)), &
+      off(c_loc(s%rank), c_loc(s)), off(c_loc(s%size), c_loc(s)), &
+      off(c_loc(s%place), c_loc(s))])
+  end associate
+  associate (s => comm_info)
+    call check_struct(11, 'dao_comm_info', c_sizeof(s), [ &
+      off(c_loc(s%struct_size), c_loc(s)), off(c_loc(s%rank), c_loc(s)), &
+      off(c_loc(s%size), c_loc(s)), off(c_loc(s%place), c_loc(s)), &
+      off(c_loc(s%transport), c_loc(s)), off(c_loc(s%shares_address_space), c_loc(s)), &
+      off(c_loc(s%shares_host_memory), c_loc(s))])
+  end associate
+  associate (s => transport)
+    call check_struct(12, 'dao_comm_transport', c_sizeof(s), [ &
+      off(c_loc(s%struct_size), c_loc(s)), off(c_loc(s%self), c_loc(s)), &
+      off(c_loc(s%rank), c_loc(s)), off(c_loc(s%size), c_loc(s)), &
+      off(c_loc(s%name), c_loc(s)), off(c_loc(s%shares_host_memory), c_loc(s)), &
+      off(c_loc(s%last_error), c_loc(s)), off(c_loc(s%barrier), c_loc(s)), &
+      off(c_loc(s%allgather), c_loc(s)), off(c_loc(s%window_create), c_loc(s)), &
+      off(c_loc(s%window_allocate), c_loc(s)), off(c_loc(s%window_get), c_loc(s)), &
+      off(c_loc(s%window_put), c_loc(s)), off(c_loc(s%window_complete), c_loc(s)), &
+      off(c_loc(s%window_free), c_loc(s)), off(c_loc(s%shared_allocate), c_loc(s)), &
+      off(c_loc(s%shared_query), c_loc(s)), off(c_loc(s%shared_free), c_loc(s)), &
+      off(c_loc(s%destroy), c_loc(s)), off(c_loc(s%window_get_many), c_loc(s)), &
+      off(c_loc(s%window_put_many), c_loc(s))])
+  end associate
   ! No struct past the last one.
-  call check(daot_layout(8_c_int, 0_c_int) == -1_c_size_t, 'layout table has 8 structs')
+  call check(daot_layout(13_c_int, 0_c_int) == -1_c_size_t, 'layout table has 13 structs')
 
   call check_constants()
   call check(dao_string(daot_version_string()) == DAO_MODULE_VERSION_STRING, &
@@ -190,6 +236,12 @@ contains
     case ('DAO_TENSOR_ON_DEVICE'); value = DAO_TENSOR_ON_DEVICE
     case ('DAO_TENSOR_ON_HOST'); value = DAO_TENSOR_ON_HOST
     case ('DAO_TENSOR_IN_TRANSIT'); value = DAO_TENSOR_IN_TRANSIT
+    case ('DAO_COMM_LOCAL_MAX_RANKS'); value = DAO_COMM_LOCAL_MAX_RANKS
+    case ('DAO_WHOLE_CONTINUOUS'); value = DAO_WHOLE_CONTINUOUS
+    case ('DAO_WHOLE_CHUNKED'); value = DAO_WHOLE_CHUNKED
+    case ('DAO_WHOLE_DISTRIBUTED'); value = DAO_WHOLE_DISTRIBUTED
+    case ('DAO_WHOLE_DEVICE'); value = DAO_WHOLE_DEVICE
+    case ('DAO_WHOLE_HOST'); value = DAO_WHOLE_HOST
     case ('DAO_VERSION_MAJOR'); value = DAO_VERSION_MAJOR
     case ('DAO_VERSION_MINOR'); value = DAO_VERSION_MINOR
     case ('DAO_VERSION_PATCH'); value = DAO_VERSION_PATCH
