@@ -48,8 +48,13 @@ caching_options caching_options::from_config(config& cfg, const system_resource&
   const char* ctx = cfg.context().c_str();
   if (auto v = cfg.take_size("max_split_size")) o.max_split_size = *v == 0 ? SIZE_MAX : *v;
   if (auto v = cfg.take_double("max_split_size_mb")) {
-    if (*v < 0 || *v != static_cast<double>(static_cast<std::size_t>(*v)))
-      throw invalid_argument(strprintf("%s: max_split_size_mb must be a whole number", ctx));
+    // Range first: converting a double beyond size_t is undefined, and the
+    // MiB must still fit in bytes.
+    constexpr double kMaxMib = static_cast<double>(SIZE_MAX >> 20);
+    if (!(*v >= 0 && *v <= kMaxMib) || *v != static_cast<double>(static_cast<std::size_t>(*v)))
+      throw invalid_argument(strprintf(
+          "%s: max_split_size_mb must be a whole number of MiB from 0 to %zu", ctx,
+          static_cast<std::size_t>(SIZE_MAX >> 20)));
     o.max_split_size = *v == 0 ? SIZE_MAX : static_cast<std::size_t>(*v) << 20;
   }
   if (o.max_split_size != SIZE_MAX && o.max_split_size <= kLargeBuffer) {
@@ -97,15 +102,17 @@ caching_options caching_options::from_config(config& cfg, const system_resource&
 
 std::string caching_strategy::effective_config() const {
   return strprintf(
-      "max_split_size=%s,roundup_power2_divisions=%u,garbage_collection_threshold=%g,"
-      "memory_fraction=%g,max_pool=%s,expandable_segments=%s,reserve_slack=%s,"
+      "max_split_size=%s,roundup_power2_divisions=%u,garbage_collection_threshold=%s,"
+      "memory_fraction=%s,max_pool=%s,expandable_segments=%s,reserve_slack=%s,"
       "reserve_headroom=%s",
       options_.max_split_size == SIZE_MAX ? "0" : format_size_exact(options_.max_split_size).c_str(),
-      options_.roundup_power2_divisions, options_.garbage_collection_threshold,
-      options_.memory_fraction, format_size_exact(options_.max_pool).c_str(),
+      options_.roundup_power2_divisions,
+      format_double_exact(options_.garbage_collection_threshold).c_str(),
+      format_double_exact(options_.memory_fraction).c_str(),
+      format_size_exact(options_.max_pool).c_str(),
       options_.expandable_segments && granularity_ != 0 ? "true" : "false",
-      options_.reserve_slack < 0 ? "none" : strprintf("%g", options_.reserve_slack).c_str(),
-      options_.reserve_headroom < 0 ? "none" : strprintf("%g", options_.reserve_headroom).c_str());
+      options_.reserve_slack < 0 ? "none" : format_double_exact(options_.reserve_slack).c_str(),
+      options_.reserve_headroom < 0 ? "none" : format_double_exact(options_.reserve_headroom).c_str());
 }
 
 // ------------------------------------------------------------ construction

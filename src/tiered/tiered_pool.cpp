@@ -1070,6 +1070,10 @@ void tiered_pool::run_kernel(op& o, std::unique_lock<std::mutex>& lock) {
   ++stats_.kernels_run;
   unpin();
   for (dao_tensor* t : o.outputs) t->host_valid = false;
+  // A kernel that failed may not have written its outputs: a tensor it was
+  // to produce first holds no data.
+  if (status == DAO_OK)
+    for (dao_tensor* t : o.outputs) t->produced = true;
   for (dao_tensor* t : o.distinct) advance(*t, now);
   if (status != DAO_OK) {
     fail(strprintf("kernel %llu returned %s (%d); later kernels were not run",
@@ -1096,6 +1100,7 @@ void tiered_pool::run_write(op& o, std::unique_lock<std::mutex>& lock) {
   t.host = o.staging;
   o.staging = nullptr;
   t.host_valid = true;
+  t.produced = true;
   t.prefetched = false;
   advance(t, o.t);
   free_if_dead(t);
@@ -1117,6 +1122,14 @@ void tiered_pool::run_read(op& o, std::unique_lock<std::mutex>& lock) {
 
 void tiered_pool::copy_out(op& o, std::unique_lock<std::mutex>& lock) {
   dao_tensor& t = *o.tensor;
+  if (!t.produced) {
+    o.status = DAO_ERR_INVALID_STATE;
+    o.message = strprintf(
+        "dao_tensor_read: tensor #%llu holds no data: the write or kernel that was to produce "
+        "it failed or never ran (the pool failed)",
+        static_cast<unsigned long long>(t.id));
+    return;
+  }
   if (t.host_valid) {
     void* host = t.host;
     unlocked u(lock);

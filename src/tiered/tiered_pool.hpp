@@ -59,6 +59,7 @@ struct dao_tensor {
   bool released = false;  // the caller dropped the handle
   bool freed = false;     // its memory is gone (released, no queued use)
   bool written = false;   // a write or a kernel output was submitted
+  bool produced = false;  // a write or a kernel output has run: it holds data
   std::vector<dao::detail::tensor_access> accesses;  // the access table row
   std::size_t cursor = 0;  // accesses[cursor] is the next not yet executed
   std::uint64_t last_use = 0;

@@ -2,6 +2,7 @@
 
 #include <cstdarg>
 #include <cstdio>
+#include <cstdlib>
 
 namespace dao::detail {
 
@@ -42,6 +43,14 @@ std::string format_size_exact(std::size_t bytes) {
     ++unit;
   }
   return strprintf("%zu%s", bytes, units[unit]);
+}
+
+std::string format_double_exact(double x) {
+  for (int precision = 6; precision < 17; ++precision) {
+    std::string text = strprintf("%.*g", precision, x);
+    if (std::strtod(text.c_str(), nullptr) == x) return text;
+  }
+  return strprintf("%.17g", x);
 }
 
 }  // namespace dao::detail

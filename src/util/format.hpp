@@ -20,4 +20,8 @@ std::string format_bytes(std::size_t bytes);
 // accepted back by parse_size(): used to print effective configs.
 std::string format_size_exact(std::size_t bytes);
 
+// The shortest decimal form of `x` that reads back as exactly `x` ("0.1",
+// "0.99999999"): effective configs must parse back to the same values.
+std::string format_double_exact(double x);
+
 }  // namespace dao::detail
