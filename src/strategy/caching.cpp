@@ -887,7 +887,9 @@ void caching_strategy::free_block(std::uint32_t index) noexcept {
     count_down(DAO_STAT_ACTIVE_BLOCKS, small, 1);
   }
   b.st = state::free;
-  poison(b.addr, b.size);
+  // Only blocks of the default stream: work queued on a block's own stream
+  // before its free may still use it (the free is stream-ordered).
+  if (b.stream == nullptr) poison(b.addr, b.size);
   segment& seg = segments_[b.segment];
   const std::uint32_t before = b.prev;
   if (before != kNone && in_bin_[before]) {
