@@ -1928,7 +1928,10 @@ contains
     integer(c_int64_t), allocatable :: idx(:)
     if (.not. whole_buffer_ok(self, size(indices, kind=int64), bytes, 'dao_whole%gather', &
                               status)) return
-    idx = int(indices, c_int64_t)
+    ! Allocated explicitly: the realloc-on-assignment form trips gfortran's
+    ! -Wmaybe-uninitialized at some optimisation levels.
+    allocate(idx(size(indices)))
+    idx(:) = int(indices, c_int64_t)
     call finish(dao_whole_gather(self%handle, idx, size(idx, kind=c_size_t), dst), status)
   end subroutine whole_gather
 
@@ -1944,7 +1947,10 @@ contains
     integer(c_int64_t), allocatable :: idx(:)
     if (.not. whole_buffer_ok(self, size(indices, kind=int64), bytes, 'dao_whole%scatter', &
                               status)) return
-    idx = int(indices, c_int64_t)
+    ! Allocated explicitly: the realloc-on-assignment form trips gfortran's
+    ! -Wmaybe-uninitialized at some optimisation levels.
+    allocate(idx(size(indices)))
+    idx(:) = int(indices, c_int64_t)
     call finish(dao_whole_scatter(self%handle, src, idx, size(idx, kind=c_size_t)), status)
   end subroutine whole_scatter
 
