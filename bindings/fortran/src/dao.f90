@@ -1905,12 +1905,15 @@ contains
       call finish(st, status)
       return
     end if
-    if (count > 0 .and. bytes / count < int(info%entry_size, int64)) then
-      write (text, '(a, i0, a, i0, a, i0, a)') ' (', count, ' entries of ', info%entry_size, &
-        ' bytes, a buffer of ', bytes, ')'
-      call fail(DAO_ERR_INVALID_ARGUMENT, what // ': the buffer is too small' // trim(text), &
-                status)
-      return
+    ! Nested: Fortran's .and. need not short-circuit (bytes / 0 traps).
+    if (count > 0) then
+      if (bytes / count < int(info%entry_size, int64)) then
+        write (text, '(a, i0, a, i0, a, i0, a)') ' (', count, ' entries of ', info%entry_size, &
+          ' bytes, a buffer of ', bytes, ')'
+        call fail(DAO_ERR_INVALID_ARGUMENT, what // ': the buffer is too small' // trim(text), &
+                  status)
+        return
+      end if
     end if
     ok = .true.
   end function whole_buffer_ok
