@@ -1,6 +1,7 @@
 /* Pooled memory is poisoned for AddressSanitizer (src/util/asan_poison.hpp):
- * a use after free inside a pool, or an access past the requested size, must
- * be reported although the pool still owns the memory. Each mode does one
+ * a use after free inside a pool must be reported although the pool still
+ * owns the memory. (Blocks are unpoisoned whole when handed out: usable_size
+ * says the caller may use all of it.) Each mode does one
  * such access and must die with ASan's "use-after-poison" report (ctest
  * checks the output); mode "clean" does everything right and must pass.
  * Registered only in builds with DAO_SANITIZE=address. */
@@ -42,18 +43,6 @@ static int use_after_free(dao_place place, const char *strategy) {
   touch(p + 10); /* ASan reports here */
   fprintf(stderr, "use after free of %s on %s was not caught\n", strategy,
           place.kind == DAO_PLACE_CPU ? "cpu" : "sim");
-  return 1;
-}
-
-static int past_the_end(dao_place place, const char *strategy) {
-  dao_allocator *a = make(place, strategy);
-  char *p;
-  if (a == NULL) return 2;
-  p = alloc_or_die(a, 1000); /* the block is larger: 1024 or 512-rounded */
-  if (p == NULL) return 2;
-  memset(p, 7, 1000);
-  touch(p + 1000); /* inside the block, past what was asked for */
-  fprintf(stderr, "access past the requested size (%s) was not caught\n", strategy);
   return 1;
 }
 
@@ -119,8 +108,6 @@ int main(int argc, char **argv) {
     touch(p);
     return 1;
   }
-  if (strcmp(mode, "past_end_buddy") == 0) return past_the_end(dao_place_cpu(), "buddy");
-  if (strcmp(mode, "past_end_caching") == 0) return past_the_end(dao_place_sim(0), "caching");
   if (strcmp(mode, "recycle_cpu") == 0) return recycle_after_release(dao_place_cpu());
   if (strcmp(mode, "recycle_sim") == 0) return recycle_after_release(dao_place_sim(0));
   if (strcmp(mode, "clean") == 0) return clean();

@@ -241,7 +241,7 @@ void* buddy_strategy::allocate(std::size_t bytes, dao_stream) {
   block& b = blocks_[index];
   b.free = false;
   b.requested = bytes;
-  unpoison(b.addr, bytes);  // the rest of the block stays poisoned
+  unpoison(b.addr, order_bytes(order));  // all of it: usable_size() promises it
   counters_.on_alloc(order_bytes(order), bytes);
   return reinterpret_cast<void*>(b.addr);
 }

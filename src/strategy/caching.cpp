@@ -813,7 +813,7 @@ void* caching_strategy::allocate(std::size_t bytes, dao_stream stream) {
   block& b = blocks_[index];
   b.st = state::allocated;
   b.requested = bytes;
-  unpoison(b.addr, bytes);  // the rest of the block stays poisoned
+  unpoison(b.addr, b.size);  // all of it: usable_size() promises it
   live_.insert(b.addr, index);
   count_up(DAO_STAT_ALLOCATED_BYTES, small, static_cast<std::int64_t>(b.size));
   count_up(DAO_STAT_ALLOCATED_BLOCKS, small, 1);

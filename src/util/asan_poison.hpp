@@ -2,9 +2,8 @@
 // ASan considers allocated (a chunk from malloc) or does not know at all
 // (pages mapped with mmap), so a use after free inside the pool would go
 // unseen. The strategies poison every free block of host-accessible memory
-// and unpoison exactly the bytes a caller asked for, so that ASan reports a
-// use after free, and an access past the requested size, as
-// "use-after-poison". Without ASan these functions do nothing.
+// and unpoison a block when they hand it out, so that ASan reports a use
+// after free as "use-after-poison". Without ASan these functions do nothing.
 #pragma once
 
 #include <cstddef>
