@@ -244,6 +244,17 @@ static void initial_pool_is_reserved_or_nothing(void **state) {
   assert_int_equal(s.reserved_bytes, 3 * MIB);
   assert_int_equal(s.system_alloc_count, 3);
   assert_ok(dao_allocator_destroy(a));
+  /* max_pool below chunk_size (64 MiB on the CPU): the largest powers of two
+     that fit under the cap, not a whole chunk that never could */
+  assert_ok(dao_allocator_create(dao_place_cpu(), "buddy", "max_pool=4MiB,initial_pool=1MiB", &a));
+  s = dao_test_stats(a);
+  assert_int_equal(s.reserved_bytes, 1 * MIB);
+  assert_ok(dao_allocator_destroy(a));
+  assert_ok(dao_allocator_create(dao_place_cpu(), "buddy", "max_pool=5MiB,initial_pool=5MiB", &a));
+  s = dao_test_stats(a);
+  assert_int_equal(s.reserved_bytes, 5 * MIB);
+  assert_int_equal(s.system_alloc_count, 2); /* 4 MiB + 1 MiB */
+  assert_ok(dao_allocator_destroy(a));
   /* 4 MiB cannot be had on a 3 MiB device: creation fails, nothing leaks */
   a = NULL;
   assert_failure_mentions(

@@ -1464,6 +1464,86 @@ static void destroy_with_pending_free(void **state) {
   drop_stream(sb);
 }
 
+/* Memory freed on a stream while work queued there before the free still
+   uses it (a stream-ordered free) goes back to the device only after that
+   work has run: trim and destroy wait for the stream, as PyTorch's
+   empty_cache synchronizes. The writer waits at a gate that this thread
+   opens while another thread is (most likely) inside trim or destroy; the
+   check does not depend on when: whenever the call returns, the writer must
+   have finished. Without the wait the writer would fill unmapped memory. */
+typedef struct release_call {
+  dao_allocator *a;
+  int destroy;
+  const int *writer_done;
+  dao_status status;
+  int done_at_return;
+} release_call;
+
+static int the_writer_done;
+
+static void gated_fill_then_done_fn(void *user_data) {
+  gated_fill_fn(user_data);
+  __atomic_store_n(&the_writer_done, 1, __ATOMIC_RELEASE);
+}
+
+static void *release_thread(void *arg) {
+  release_call *c = (release_call *)arg;
+  c->status = c->destroy ? dao_allocator_destroy(c->a) : dao_allocator_trim(c->a, NULL);
+  c->done_at_return = __atomic_load_n(c->writer_done, __ATOMIC_ACQUIRE);
+  return NULL;
+}
+
+static void release_waits_for_queued_work(void **state) {
+  static const char *const configs[] = {NULL, "expandable_segments=false"};
+  const size_t n = 3 * MIB;
+  size_t c;
+  int destroying;
+  (void)state;
+  for (c = 0; c < 2; ++c) {
+    for (destroying = 0; destroying < 2; ++destroying) {
+      dao_allocator *a = make(big_place(), configs[c]);
+      dao_stream sa = make_stream(big_place());
+      gated_fill *fill = &the_fill;
+      release_call call;
+      pthread_t thread;
+      size_t i;
+      void *p = alloc_ok(a, n, sa);
+      gate_init(&fill->g);
+      fill->p = p;
+      fill->n = n;
+      fill->seed = 31;
+      __atomic_store_n(&the_writer_done, 0, __ATOMIC_RELEASE);
+      assert_ok(dao_launch_host_func(sa, gated_fill_then_done_fn, fill));
+      gate_wait_entered(&fill->g);
+      assert_ok(dao_allocator_free(a, p)); /* stream-ordered: the writer still runs */
+      call.a = a;
+      call.destroy = destroying;
+      call.writer_done = &the_writer_done;
+      call.status = DAO_ERR_INTERNAL;
+      call.done_at_return = -1;
+      assert_int_equal(pthread_create(&thread, NULL, release_thread, &call), 0);
+      {
+        struct timespec pause = {0, 20 * 1000 * 1000};
+        nanosleep(&pause, NULL); /* lets the call start waiting; not needed to pass */
+      }
+      gate_open(&fill->g);
+      assert_int_equal(pthread_join(thread, NULL), 0);
+      assert_int_equal(call.status, DAO_OK);
+      assert_int_equal(call.done_at_return, 1);
+      assert_ok(dao_stream_synchronize(sa));
+      gate_destroy(&fill->g);
+      if (destroying) {
+        for (i = 0; i < sizeof tracked / sizeof tracked[0]; ++i)
+          if (tracked[i] == a) tracked[i] = NULL;
+      } else {
+        destroy(a);
+      }
+      drop_stream(sa);
+      assert_int_equal(place_free(big_place()), big_baseline);
+    }
+  }
+}
+
 static void record_stream_bad_input(void **state) {
   dao_allocator *a = make(big_place(), NULL);
   dao_allocator *buddy = NULL;
@@ -2829,6 +2909,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test_setup_teardown(record_stream_defers_reuse, baseline, cleanup),
         cmocka_unit_test_setup_teardown(record_stream_waits_for_every_stream, baseline, cleanup),
         cmocka_unit_test_setup_teardown(destroy_with_pending_free, baseline, cleanup),
+        cmocka_unit_test_setup_teardown(release_waits_for_queued_work, baseline, cleanup),
         cmocka_unit_test_setup_teardown(concurrent_streams, baseline, cleanup),
         cmocka_unit_test_setup_teardown(record_stream_bad_input, baseline, cleanup),
         cmocka_unit_test_setup_teardown(record_stream_foreign_place_stream, baseline, cleanup),

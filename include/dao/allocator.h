@@ -223,8 +223,10 @@ DAO_API dao_status dao_allocator_create(dao_place place, const char *strategy,
  *                    default stream). "caching" is stream-ordered: the block
  *                    belongs to this stream and, once freed, is reused only
  *                    for requests on it, so work queued on the stream before
- *                    the free finishes first. The stream must outlive the
- *                    block. "buddy" and "system" accept a stream of any place
+ *                    the free finishes first; cached memory goes back to
+ *                    the place only once the stream has run that work. The
+ *                    stream may be destroyed before the block is freed.
+ *                    "buddy" and "system" accept a stream of any place
  *                    and give memory back at once on free: finish all work
  *                    on it before freeing.
  * @param[out] ptr    Receives the pointer, owned by the caller until
@@ -281,8 +283,11 @@ DAO_API dao_status dao_allocator_usable_size(dao_allocator *a, const void *ptr,
 /**
  * @brief Hand cached memory back to the system resource.
  *
- * For "buddy": every chunk that is wholly free is released. Live blocks are
- * never touched.
+ * For "buddy": every chunk that is wholly free is released. For "caching":
+ * every segment (or, in expandable segments, every page) that no live block
+ * uses; first it waits for the streams of the memory it gives back, since
+ * work queued on a stream before a free may still use the freed block (as
+ * PyTorch's `empty_cache` synchronizes). Live blocks are never touched.
  *
  * @param[in]  a        The allocator.
  * @param[out] released Receives the bytes given back; may be NULL.
@@ -482,8 +487,9 @@ DAO_API dao_status dao_allocator_snapshot_json(dao_allocator *a, char *buffer, s
  * @brief Destroy an allocator and give all its memory back to the system.
  *
  * Refused while blocks are live, so that no memory in use is lost: free them
- * first. The place default allocators (dao_place_allocator()) cannot be
- * destroyed.
+ * first. "caching" first waits for work queued on the streams of freed
+ * blocks (a stream-ordered free). The place default allocators
+ * (dao_place_allocator()) cannot be destroyed.
  *
  * @param[in] a The allocator; invalid after ::DAO_OK.
  * @retval DAO_OK                   Destroyed.

@@ -250,7 +250,10 @@ DAO_API dao_status dao_memcpy_async(void *dst, const void *src, size_t bytes, da
  *
  * @p fn runs once all earlier work on the stream has run, and later work
  * waits for it to return. It runs on a libdao or driver thread and must not
- * call stream or event functions on its own stream (that would deadlock).
+ * call stream or event functions on its own stream (that would deadlock),
+ * nor dao_allocator_trim() or dao_allocator_destroy() of a "caching"
+ * allocator used on other streams: those wait for the streams whose freed
+ * memory they give back.
  * @param[in] stream The stream; NULL runs @p fn before returning.
  * @param[in] fn     The function; must not be NULL.
  * @param[in] user_data Passed to @p fn; owned by the caller.

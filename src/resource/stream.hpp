@@ -4,6 +4,7 @@
 // strategy layer uses them too (stream-ordered reuse polls events).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 
@@ -41,13 +42,25 @@ class event_impl {
 
 }  // namespace dao::detail
 
+namespace dao::detail {
+// A number no other stream handle of this process has had: a handle's
+// address can be reused once it is destroyed, its id cannot.
+inline std::uint64_t next_stream_id() noexcept {
+  static std::atomic<std::uint64_t> last{0};
+  return last.fetch_add(1, std::memory_order_relaxed) + 1;
+}
+}  // namespace dao::detail
+
 // The handles given to C callers. Defined here (not in the C API layer) so
-// that strategies can reach a stream's implementation.
+// that strategies can reach a stream's implementation. The implementation is
+// shared so that an allocator can hold a weak reference: whether the stream
+// still lives, and if so waiting for it, without touching a destroyed handle.
 struct dao_stream_st {
   static constexpr std::uint64_t kMagic = 0x64616f7374726d00ull;  // "daostrm"
   std::uint64_t magic = kMagic;
+  std::uint64_t id = dao::detail::next_stream_id();
   dao_place place{};
-  std::unique_ptr<dao::detail::stream_impl> impl;
+  std::shared_ptr<dao::detail::stream_impl> impl;
 };
 
 struct dao_event_st {

@@ -63,9 +63,19 @@ buddy_strategy::buddy_strategy(system_resource& upstream, const buddy_options& o
   host_memory_ = upstream.host_accessible();
   try {
     std::lock_guard<fast_mutex> lock(mutex_);
+    // Whole chunks while they fit max_pool (and the place), then the
+    // largest power of two that does: as close to initial_pool as the cap
+    // allows, in blocks of at least min_block.
     while (counters_.reserved_bytes < options_.initial_pool) {
       reserve_bookkeeping();
-      grow(top_order_, false);
+      const std::size_t remaining = options_.initial_pool - counters_.reserved_bytes;
+      int order = std::min(top_order_, order_for(remaining));
+      if (options_.max_pool != 0) {
+        const std::size_t room = options_.max_pool - counters_.reserved_bytes;
+        while (order > 0 && order_bytes(order) > room) --order;
+        if (order_bytes(order) > room) break;  // not even min_block is left
+      }
+      grow(order, false);
     }
   } catch (...) {
     release_free_chunks();

@@ -141,6 +141,7 @@ caching_strategy::~caching_strategy() {
     process_events(true);
   } catch (...) {
   }
+  settle_all();
   for (std::uint32_t i = 0; i < segments_.size(); ++i) {
     segment& seg = segments_[i];
     if (!seg.live) continue;
@@ -225,8 +226,10 @@ std::uint32_t caching_strategy::pool_for(dao_stream stream, bool small) {
   // With expandable segments, small and large blocks share one segment per
   // stream: best fit across all of it fragments least (bench/README.md).
   if (granularity_ != 0) small = false;
-  if (stream != last_stream_) {
+  const std::uint64_t id = stream != nullptr ? stream->id : 0;
+  if (stream != last_stream_ || id != last_stream_id_) {
     last_stream_ = stream;
+    last_stream_id_ = id;
     last_pools_[0] = last_pools_[1] = kNone;
   }
   std::uint32_t& cached = last_pools_[small ? 1 : 0];
@@ -240,6 +243,14 @@ std::uint32_t caching_strategy::pool_for(dao_stream stream, bool small) {
     p.small = small;
     std::fill(&p.heads[0][0], &p.heads[0][0] + kFirstLevels * kSecondLevels, kNone);
     it = pool_index_.emplace(key, static_cast<std::uint32_t>(pools_.size() - 1)).first;
+  }
+  pool& p = pools_[it->second];
+  if (p.stream_id != id) {
+    // New, or a destroyed stream's handle address given to a new stream: the
+    // old one ran all its work when it was destroyed, so its blocks may
+    // serve the new one.
+    if (stream != nullptr) p.stream_ref = stream->impl;
+    p.stream_id = id;
   }
   cached = it->second;
   return cached;
@@ -471,8 +482,12 @@ std::size_t caching_strategy::map_ahead(const segment& seg) const noexcept {
 std::size_t caching_strategy::release_holes(std::size_t bytes, std::uint32_t keep,
                                             std::uintptr_t keep_from) {
   std::vector<std::uint32_t> holes;
+  std::vector<std::int8_t> quiet(pools_.size(), -1);  // settled(pool, false), asked once
   for (const segment& seg : segments_) {
     if (!seg.live || !seg.expandable) continue;
+    std::int8_t& q = quiet[seg.pool];
+    if (q < 0) q = settled(seg.pool, false) ? 1 : 0;
+    if (q == 0) continue;
     for (std::uint32_t i = seg.first_block; i != kNone; i = blocks_[i].next)
       if (i != keep && blocks_[i].st == state::free && blocks_[i].size >= granularity_)
         holes.push_back(i);
@@ -492,7 +507,8 @@ std::size_t caching_strategy::release_holes(std::size_t bytes, std::uint32_t kee
     if (released >= bytes) break;
     release_end_of(i, blocks_[i].addr);
   }
-  if (released < bytes && keep != kNone && keep_from < blocks_[keep].addr + blocks_[keep].size)
+  if (released < bytes && keep != kNone && keep_from < blocks_[keep].addr + blocks_[keep].size &&
+      quiet[blocks_[keep].pool] == 1)
     release_end_of(keep, keep_from);
   return released;
 }
@@ -689,13 +705,38 @@ void caching_strategy::release_segment(std::uint32_t segment_index) noexcept {
   seg.live = false;
 }
 
+bool caching_strategy::settled(std::uint32_t pool_index, bool wait) noexcept {
+  const pool& p = pools_[pool_index];
+  if (p.stream == nullptr) return true;  // the default stream runs work at once
+  std::shared_ptr<stream_impl> impl = p.stream_ref.lock();
+  if (impl == nullptr) return true;  // destroyed: its work ran first
+  try {
+    if (impl->query()) return true;
+    if (!wait) return false;
+    impl->synchronize();
+    return true;
+  } catch (...) {
+    return false;  // the stream failed: keep its memory rather than guess
+  }
+}
+
+void caching_strategy::settle_all() noexcept {
+  for (std::uint32_t i = 0; i < pools_.size(); ++i) settled(i, true);
+}
+
 // Gives back every wholly free segment and, in expandable segments, every
-// granule that no block uses. Returns the bytes released.
-std::size_t caching_strategy::release_cached() {
+// granule that no block uses, of the pools whose streams have run their work
+// (wait: waiting for them; PyTorch's empty_cache synchronizes too). Returns
+// the bytes released.
+std::size_t caching_strategy::release_cached(bool wait) {
   std::size_t released = 0;
+  std::vector<std::int8_t> quiet(pools_.size(), -1);  // settled(pool, wait), asked once
   for (std::uint32_t si = 0; si < segments_.size(); ++si) {
     segment& seg = segments_[si];
     if (!seg.live) continue;
+    std::int8_t& q = quiet[seg.pool];
+    if (q < 0) q = settled(seg.pool, wait) ? 1 : 0;
+    if (q == 0) continue;
     if (seg.expandable) {
       for (std::uint32_t i = seg.first_block; i != kNone; i = blocks_[i].next)
         if (blocks_[i].st == state::free) released += unmap_free(i);
@@ -729,7 +770,7 @@ void caching_strategy::collect_garbage(std::uint32_t keep) {
   auto reserved = static_cast<double>(stats_[DAO_STAT_RESERVED_BYTES][DAO_STAT_POOL_ALL].current);
   if (reserved <= options_.garbage_collection_threshold * static_cast<double>(cap)) return;
   if (granularity_ != 0) release_holes(SIZE_MAX, keep, UINTPTR_MAX);
-  else release_cached();
+  else release_cached(false);
 }
 
 // --------------------------------------------------------- the hot path
@@ -753,7 +794,7 @@ std::uint32_t caching_strategy::obtain_block(std::uint32_t pool_index, std::size
   if (i != kNone) return i;
   // Wait for pending frees, give back what is cached, and try again.
   process_events(true);
-  release_cached();
+  release_cached(true);
   exact_mapping_ = true;
   i = attempt();
   exact_mapping_ = false;
@@ -914,7 +955,8 @@ void caching_strategy::free_block(std::uint32_t index) noexcept {
   bin_insert(index);
   if (options_.no_caching) {
     const block& whole = blocks_[index];
-    if (whole.prev == kNone && whole.next == kNone) release_segment(whole.segment);
+    if (whole.prev == kNone && whole.next == kNone && settled(whole.pool, true))
+      release_segment(whole.segment);
   }
 }
 
@@ -974,7 +1016,7 @@ std::size_t caching_strategy::usable_size(const void* p) const {
 std::size_t caching_strategy::trim() {
   std::lock_guard<fast_mutex> lock(mutex_);
   process_events(true);
-  return release_cached();
+  return release_cached(true);
 }
 
 out_of_memory caching_strategy::oom(std::size_t bytes, const char* why) const {

@@ -122,6 +122,10 @@ class caching_strategy final : public strategy {
 
   struct pool {
     dao_stream stream = nullptr;
+    // The stream's implementation, weakly: expired once the handle is
+    // destroyed (which first runs its work), so never waited for then.
+    std::weak_ptr<stream_impl> stream_ref;
+    std::uint64_t stream_id = 0;  // the handle's id: its address may be reused
     bool small = false;
     std::uint64_t first_level = 0;
     std::uint32_t second_level[kFirstLevels] = {};
@@ -161,11 +165,18 @@ class caching_strategy final : public strategy {
   std::uint32_t add_segment(std::uint32_t pool_index, std::uintptr_t base, std::size_t size,
                             bool expandable);
   void ensure_mapped(segment& seg, std::uintptr_t start, std::size_t bytes, std::uint32_t target);
+  // Never waits: holes of pools whose streams are busy are left alone.
   std::size_t release_holes(std::size_t bytes, std::uint32_t keep, std::uintptr_t keep_from);
   std::size_t reserve_budget(std::size_t request) const noexcept;
   std::size_t map_ahead(const segment& seg) const noexcept;
   static void update_prefix(segment& seg) noexcept;
-  std::size_t release_cached();
+  // Memory freed on a stream may still be used by work queued there before
+  // the free (stream-ordered free): before it goes back to the upstream,
+  // that stream must have run its work. settled(): whether the stream of a
+  // pool has (wait: after waiting for it; a failed wait counts as not).
+  bool settled(std::uint32_t pool_index, bool wait) noexcept;
+  void settle_all() noexcept;
+  std::size_t release_cached(bool wait);
   std::size_t unmap_free(std::uint32_t block_index) noexcept;
   std::size_t unmap_range(segment& seg, std::uintptr_t from, std::uintptr_t to,
                           std::size_t limit) noexcept;
@@ -233,6 +244,7 @@ class caching_strategy final : public strategy {
   std::vector<pool> pools_;
   std::unordered_map<std::uintptr_t, std::uint32_t> pool_index_;
   dao_stream last_stream_ = nullptr;
+  std::uint64_t last_stream_id_ = 0;
   std::uint32_t last_pools_[2] = {kNone, kNone};  // large, small of last_stream_
   pointer_map live_;                                // allocated blocks
   std::unordered_map<std::uint32_t, std::vector<dao_stream>> uses_;  // record_stream

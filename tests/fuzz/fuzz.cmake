@@ -22,12 +22,6 @@ add_test(NAME soak_smoke COMMAND dao_soak --seconds 5 --threads 3 --quiet)
 # Its own SIM devices (DAO_SIM_DEVICES unset: dao_soak configures 2 x 96 MiB).
 set_tests_properties(soak_smoke PROPERTIES LABELS "unit;soak" TIMEOUT 120
                      ENVIRONMENT "DAO_SIM_DEVICES=")
-# Disabled (reported by ctest, not run) while a known bug stands: the caching
-# allocator can give a block's memory back to a SIM device (trim, reserve
-# budget) while work queued on the block's stream before its free still uses
-# it; the soak's host functions then fault. See tests/fuzz/README.md, "Bugs
-# found", and regressions/fuzz_allocator/stream-ordered-free-under-queued-work.
-set_tests_properties(soak_smoke PROPERTIES DISABLED TRUE)
 
 # --- the fuzz harnesses ----------------------------------------------------------
 option(DAO_BUILD_FUZZ "Build the libFuzzer harnesses (clang; use with DAO_SANITIZE=address,undefined)" OFF)

@@ -440,13 +440,9 @@ class machine {
       // Out of memory: documented for an initial_pool that cannot be
       // reserved: a SIM device may be full; the CPU has room for the few
       // MiB asked here (initial_pool <= max_pool, or the config is refused).
-      // Known bug: buddy reserves initial_pool in whole chunks, so a
-      // max_pool below chunk_size (64 MiB on the CPU by default) fails.
-      const bool known = fuzz::skip_known_bug("buddy-initial-pool") && strategy == kBuddy && pl == 0 &&
-                         config.find("max_pool") != std::string::npos;
       FUZZ_CHECK(s == DAO_ERR_INVALID_ARGUMENT ||
                      (s == DAO_ERR_OUT_OF_MEMORY && config.find("initial_pool") != std::string::npos &&
-                      (pl != 0 || known)),
+                      pl != 0),
                  "dao_allocator_create(%s, '%s') gave %d (%s)", kStrategyNames[strategy], config.c_str(),
                  (int)s, dao_status_string(s));
       FUZZ_CHECK(a == sentinel, "a failed create changed its out-parameter");
@@ -568,7 +564,7 @@ class machine {
     // Stream-ordered (caching, on a stream): check in stream order, free at
     // once. Buddy and system free at once: all work must be done first.
     const bool ordered = r.strategy == kCaching && !r.place_default && b.stream >= 0 && in_.ConsumeBool();
-    if (ordered && !fuzz::skip_known_bug("stream-ordered-free")) {
+    if (ordered) {
       stream_check(b, b.stream, 200);  // runs after the free below
     } else {
       cpu_check(b, "free");
@@ -789,8 +785,6 @@ class machine {
   void op_trim() {
     allocator_rec* r = pick_allocator();
     if (r == nullptr) return;
-    if (fuzz::skip_known_bug("stream-ordered-free"))  // trim must not unmap memory under queued work
-      for (auto& [addr, b] : r->live) quiesce(b);
     dao_allocator_stats before = stats(*r);
     size_t released = 0;
     FUZZ_OK(dao_allocator_trim(r->a, in_.ConsumeBool() ? &released : nullptr));
@@ -950,9 +944,6 @@ class machine {
 
   void destroy(std::size_t index) {
     allocator_rec& r = allocs_[index];
-    if (fuzz::skip_known_bug("stream-ordered-free"))  // destroy must not free memory under queued work
-      for (stream_rec& s : streams_)
-        if (s.s != nullptr) FUZZ_OK(dao_stream_synchronize(s.s));
     FUZZ_OK(dao_allocator_destroy(r.a));
     allocs_.erase(allocs_.begin() + static_cast<std::ptrdiff_t>(index));
   }
