@@ -74,6 +74,7 @@ typedef struct options {
   uint64_t seed;
   const char *only; /* comma-separated row keys, or NULL for all */
   const char *child; /* internal: run one preloaded row and report on stdout */
+  const char *caching_config; /* config string of the caching rows, or NULL */
 } options;
 
 static void usage(FILE *out, const char *prog) {
@@ -90,6 +91,8 @@ static void usage(FILE *out, const char *prog) {
           "  --seed N    seed of the operation sequence, default 42\n"
           "  --quick     small run for CI smoke tests: 20000 steps, 3 reps\n"
           "              (flags given explicitly still win)\n"
+          "  --caching-config STR  config string of the caching rows (e.g.\n"
+          "              reserve_headroom=none), default: the built-in defaults\n"
           "  --only LIST run only these rows, comma-separated keys:\n"
           "              glibc, jemalloc, mimalloc, dao-buddy, dao-default, dao-sim,\n"
           "              dao-caching, dao-caching-sim\n"
@@ -131,6 +134,7 @@ static void parse_options(int argc, char **argv, options *o) {
   o->seed = 42;
   o->only = NULL;
   o->child = NULL;
+  o->caching_config = NULL;
   for (int i = 1; i < argc; ++i) {
     const char *arg = argv[i];
     if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
@@ -143,7 +147,7 @@ static void parse_options(int argc, char **argv, options *o) {
     }
     /* Flags with a value: "--flag N" or "--flag=N". */
     static const char *const valued[] = {"--steps", "--slots", "--reps", "--seed", "--only",
-                                         "--child"};
+                                         "--child", "--caching-config"};
     const char *value = NULL;
     const char *flag =
         match_valued_flag(prog, argc, argv, &i, valued, sizeof valued / sizeof valued[0], &value);
@@ -172,6 +176,8 @@ static void parse_options(int argc, char **argv, options *o) {
         s += len + (comma != NULL);
       }
       o->only = value;
+    } else if (strcmp(flag, "--caching-config") == 0) {
+      o->caching_config = value;
     } else { /* --child, internal */
       if (strcmp(value, "jemalloc") != 0 && strcmp(value, "mimalloc") != 0)
         bad_flag(prog, "--child: unknown allocator '%s'", value);
@@ -655,10 +661,10 @@ static int child_main(const options *o) {
   return 0;
 }
 
-static void prepare_dao_object(row *out, dao_place place, const char *strategy, const char *what,
-                               uint64_t reps) {
+static void prepare_dao_object(row *out, dao_place place, const char *strategy,
+                               const char *config_in, const char *what, uint64_t reps) {
   dao_allocator *a = NULL;
-  dao_status s = dao_allocator_create(place, strategy, NULL, &a);
+  dao_status s = dao_allocator_create(place, strategy, config_in, &a);
   if (s == DAO_ERR_INVALID_ARGUMENT && strstr(dao_last_error(), "unknown strategy") != NULL) {
     /* A strategy this libdao does not have yet: the row is left out. */
     set_note(out, ROW_UNAVAILABLE, "not available (%s)", dao_last_error());
@@ -757,10 +763,10 @@ int main(int argc, char **argv) {
   if (row_selected(&o, "mimalloc"))
     prepare_dlopen(&rows[2], "libmimalloc.so.2", "mi_malloc", "mi_free", &o);
   if (row_selected(&o, "dao-buddy"))
-    prepare_dao_object(&rows[3], dao_place_cpu(), "buddy", "cpu", o.reps);
+    prepare_dao_object(&rows[3], dao_place_cpu(), "buddy", NULL, "cpu", o.reps);
   if (row_selected(&o, "dao-default")) prepare_dao_default(&rows[4], o.reps);
   if (row_selected(&o, "dao-caching"))
-    prepare_dao_object(&rows[6], dao_place_cpu(), "caching", "cpu", o.reps);
+    prepare_dao_object(&rows[6], dao_place_cpu(), "caching", o.caching_config, "cpu", o.reps);
   /* Both SIM rows share one device, big enough for both at once. */
   static const char *const sim_keys[] = {"dao-sim", "dao-caching-sim"};
   static const char *const sim_strategies[] = {"buddy", "caching"};
@@ -780,7 +786,8 @@ int main(int argc, char **argv) {
     char where[64];
     snprintf(where, sizeof where, "sim:0 of %s",
              format_bytes((double)sim_capacity, b1, sizeof b1));
-    prepare_dao_object(r, dao_place_sim(0), sim_strategies[k], where, o.reps);
+    prepare_dao_object(r, dao_place_sim(0), sim_strategies[k], k == 1 ? o.caching_config : NULL,
+                       where, o.reps);
   }
   void **live = xcalloc(w.slots, sizeof *live);
   for (uint64_t rep = 0; rep < o.reps; ++rep) {
