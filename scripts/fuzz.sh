@@ -2,7 +2,7 @@
 # Builds the libFuzzer harnesses (clang, AddressSanitizer +
 # UndefinedBehaviorSanitizer, libdao instrumented for coverage) in build-fuzz/
 # and runs each for SECONDS seconds (default 60) from its checked-in seed
-# corpus, one after the other, after the inputs under
+# corpus, side by side, after the inputs under
 # tests/fuzz/regressions/<harness>/ (each once). Prints the executions of each
 # harness; exits non-zero if any harness crashed or broke an invariant,
 # leaving the input under build-fuzz/crashes/<harness>/.
@@ -10,6 +10,7 @@
 #   scripts/fuzz.sh [SECONDS]
 #
 # Environment: DAO_FUZZ_JOBS (build parallelism, default 2);
+# DAO_FUZZ_PARALLEL (harnesses run at once, default: the number of cores);
 # DAO_FUZZ_SKIP_KNOWN=1 steers the harnesses around the bugs they already
 # found (see tests/fuzz/README.md); ASAN_OPTIONS / UBSAN_OPTIONS override the
 # defaults below. Longer runs and crash minimisation: tests/fuzz/README.md.
@@ -18,6 +19,7 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 seconds=${1:-60}
 jobs=${DAO_FUZZ_JOBS:-2}
+parallel=${DAO_FUZZ_PARALLEL:-$(nproc)}
 build="$root/build-fuzz"
 harnesses="fuzz_allocator fuzz_recycle fuzz_tiered fuzz_config"
 
@@ -41,47 +43,68 @@ cmake --build "$build" -j "$jobs" --target $harnesses
 export ASAN_OPTIONS=${ASAN_OPTIONS:-allocator_may_return_null=1:detect_leaks=1:abort_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 
-summary=()
-failed=0
-for h in $harnesses; do
-  work="$build/fuzz-run/$h"
-  crashes="$build/crashes/$h"
+# One harness: its regression inputs, then SECONDS of fuzzing. Writes one
+# summary line to $work/summary ("ok <execs>" or "FAILED <what>").
+run_harness() {
+  local h=$1
+  local work="$build/fuzz-run/$h"
+  local crashes="$build/crashes/$h"
   rm -rf "$work"
   mkdir -p "$work/corpus" "$crashes"
   cp "$root/tests/fuzz/corpus/$h"/* "$work/corpus/" 2>/dev/null || true
   # Inputs that once found a bug must pass first.
-  bad=""
+  local input
   for input in "$root/tests/fuzz/regressions/$h"/*; do
     [ -f "$input" ] || continue
     if ! "$build/tests/$h" "$input" >"$work/regression.log" 2>&1; then
       cp "$input" "$crashes/"
-      grep -E "INVARIANT BROKEN|ERROR:|runtime error" "$work/regression.log" | head -n 5 || true
-      echo "== $h: FAILED on the regression input $input (log $work/regression.log)"
-      bad=$(basename "$input")
-      break
+      {
+        grep -E "INVARIANT BROKEN|ERROR:|runtime error" "$work/regression.log" | head -n 5 || true
+        echo "== $h: FAILED on the regression input $input (log $work/regression.log)"
+      } >"$work/report"
+      echo "FAILED regression:$(basename "$input")" >"$work/summary"
+      return
     fi
   done
-  if [ -n "$bad" ]; then
-    failed=1
-    summary+=("$h regression:$bad")
-    continue
-  fi
-  echo "== $h: ${seconds} s"
-  dict=()
+  local dict=()
   if [ -f "$root/tests/fuzz/$h.dict" ]; then dict=(-dict="$root/tests/fuzz/$h.dict"); fi
-  rc=0
+  local rc=0
   "$build/tests/$h" -max_total_time="$seconds" -timeout=30 -rss_limit_mb=4096 -print_final_stats=1 \
     -artifact_prefix="$crashes/" "${dict[@]}" "$work/corpus" >"$work/fuzz.log" 2>&1 || rc=$?
+  local execs
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$work/fuzz.log" | tail -n 1)
   if [ "$rc" -ne 0 ]; then
-    grep -E "INVARIANT BROKEN|ERROR:|runtime error|SUMMARY" "$work/fuzz.log" | head -n 20 || true
-    echo "== $h: FAILED (exit $rc) after ${execs:-?} executions; input(s) in $crashes/, log $work/fuzz.log"
-    failed=1
-    summary+=("$h FAILED-after-${execs:-?}")
-    continue
+    {
+      grep -E "INVARIANT BROKEN|ERROR:|runtime error|SUMMARY" "$work/fuzz.log" | head -n 20 || true
+      echo "== $h: FAILED (exit $rc) after ${execs:-?} executions; input(s) in $crashes/, log $work/fuzz.log"
+    } >"$work/report"
+    echo "FAILED after-${execs:-?}-executions" >"$work/summary"
+    return
   fi
-  echo "   $h: ${execs:-?} executions"
-  summary+=("$h ${execs:-?} executions")
+  echo "ok ${execs:-?}" >"$work/summary"
+}
+
+# The harnesses run side by side, `parallel` at a time (each is one process
+# plus libdao's stream threads).
+echo "== fuzzing: $harnesses, ${seconds} s each, $parallel at a time"
+for h in $harnesses; do
+  while [ "$(jobs -rp | wc -l)" -ge "$parallel" ]; do wait -n || true; done
+  run_harness "$h" &
+done
+wait
+
+summary=()
+failed=0
+for h in $harnesses; do
+  work="$build/fuzz-run/$h"
+  [ -f "$work/report" ] && cat "$work/report"
+  read -r state detail <"$work/summary" || { state=FAILED; detail="no-result"; }
+  if [ "$state" = ok ]; then
+    summary+=("$h $detail executions")
+  else
+    failed=1
+    summary+=("$h FAILED $detail")
+  fi
 done
 
 echo "== fuzz summary (${seconds} s each, $(($(date +%s) - start)) s in all)"

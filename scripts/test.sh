@@ -9,9 +9,13 @@
 #   3. every test of libdao code again under AddressSanitizer +
 #      UndefinedBehaviorSanitizer (pooled memory poisoned, so a use after
 #      free inside a pool is caught), and every multi-threaded test under
-#      ThreadSanitizer.
+#      ThreadSanitizer;
+#   4. the libFuzzer harnesses of tests/fuzz (clang, ASan + UBSan): every
+#      regression input, then each harness for DAO_FUZZ_SECONDS (default 60)
+#      from its checked-in seed corpus (scripts/fuzz.sh).
 # Environment: DAO_WERROR=ON makes warnings errors (CI sets it);
-# DAO_TEST_SANITIZERS=0 skips step 3; DAO_TEST_JOBS sets the parallelism.
+# DAO_TEST_SANITIZERS=0 skips steps 3 and 4, DAO_TEST_FUZZ=0 step 4;
+# DAO_TEST_JOBS sets the parallelism.
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -89,5 +93,9 @@ if [ "${DAO_TEST_SANITIZERS:-1}" != "0" ]; then
   # shellcheck disable=SC2086
   cmake --build "$root/build-tsan" -j "$jobs" --target $tsan_tests
   run_ctest "$root/build-tsan" -R "^($(echo $tsan_tests | tr ' ' '|'))\$"
+  if [ "${DAO_TEST_FUZZ:-1}" != "0" ]; then
+    echo "== fuzz"
+    DAO_WERROR="$werror" DAO_FUZZ_JOBS="$jobs" "$root/scripts/fuzz.sh" "${DAO_FUZZ_SECONDS:-60}"
+  fi
 fi
 echo "== all tests passed"

@@ -63,9 +63,6 @@
 
 static long g_errors;          /* __atomic */
 static int g_quiet;
-/* --sync-before-free: finish a caching block's stream work before freeing it
- * (works around libdao bugs that free memory under queued work). */
-static int g_sync_before_free;
 static volatile int g_stop;    /* __atomic: 1 once time is up */
 
 static void report_error(const char *fmt, ...) {
@@ -402,8 +399,7 @@ static void check_block(worker *w, block *b, int allow_async) {
  * caching is stream-ordered and is freed with work still queued. */
 static void free_block(worker *w, block *b, int check) {
   if (check) check_block(w, b, 1);
-  if ((!g_slots[b->slot].caching && g_slots[b->slot].a != NULL) || g_sync_before_free)
-    sync_stream(b->stream);
+  if (!g_slots[b->slot].caching && g_slots[b->slot].a != NULL) sync_stream(b->stream);
   EXPECT(slot_free(b->slot, b->p), DAO_OK);
 }
 
@@ -529,7 +525,6 @@ static void op_exchange(worker *w) {
     if (b.stream != NULL && g_slots[b.slot].caching) {
       queue_hostfn(b.stream, b.p, b.n, b.id, 1, (int)rng_below(&w->rng, 50));
       ++w->c.ops[OP_CHECK_HOSTFN];
-      if (g_sync_before_free) sync_stream(b.stream);
     } else {
       if (check_bytes(b.p, b.n, b.id, "cross-thread block")) w->c.bytes_checked += b.n;
       ++w->c.ops[OP_CHECK_SYNC];
@@ -1191,8 +1186,7 @@ static void *monitor_main(void *arg) {
 /* setup, teardown, summary                                                    */
 
 static void usage(void) {
-  fprintf(stderr, "usage: dao_soak [--seconds N] [--threads N] [--seed N] [--quiet] "
-                  "[--sync-before-free]\n");
+  fprintf(stderr, "usage: dao_soak [--seconds N] [--threads N] [--seed N] [--quiet]\n");
   exit(2);
 }
 
@@ -1285,7 +1279,6 @@ int main(int argc, char **argv) {
     else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc) nthreads = parse_long(argv[++i], 1, 64);
     else if (strcmp(argv[i], "--seed") == 0 && i + 1 < argc) seed = parse_long(argv[++i], 0, 1L << 30);
     else if (strcmp(argv[i], "--quiet") == 0) g_quiet = 1;
-    else if (strcmp(argv[i], "--sync-before-free") == 0) g_sync_before_free = 1;
     else usage();
   }
   make_table();
