@@ -12,7 +12,6 @@ namespace dao::detail {
 namespace {
 
 constexpr std::size_t kMinBlock = 512;                      // smallest block
-constexpr std::size_t kSmallSize = std::size_t(1) << 20;    // small pool: <= 1 MiB
 constexpr std::size_t kSmallBuffer = std::size_t(2) << 20;  // small segments
 constexpr std::size_t kLargeBuffer = std::size_t(20) << 20; // 1-10 MiB segments
 constexpr std::size_t kMinLargeAlloc = std::size_t(10) << 20;
@@ -222,11 +221,7 @@ void caching_strategy::grow_bookkeeping() {
   live_.reserve(live_.size() + 1);
 }
 
-std::uint32_t caching_strategy::pool_for(dao_stream stream, bool small) {
-  // With expandable segments, small and large blocks share one segment per
-  // stream: best fit across all of it fragments least (bench/README.md).
-  if (granularity_ != 0) small = false;
-  const std::uint64_t id = stream != nullptr ? stream->id : 0;
+std::uint32_t caching_strategy::find_pool(dao_stream stream, bool small, std::uint64_t id) {
   if (stream != last_stream_ || id != last_stream_id_) {
     last_stream_ = stream;
     last_stream_id_ = id;
@@ -254,12 +249,6 @@ std::uint32_t caching_strategy::pool_for(dao_stream stream, bool small) {
   }
   cached = it->second;
   return cached;
-}
-
-bool caching_strategy::is_split(const block& b) const noexcept {
-  if (b.prev == kNone && b.next == kNone) return false;
-  // The unused end of an expandable segment is addresses, not fragmentation.
-  return !(b.expandable && b.next == kNone);
 }
 
 // The list links are updated without branches: a link to no block goes to
@@ -784,7 +773,8 @@ std::uint32_t caching_strategy::obtain_block(std::uint32_t pool_index, std::size
       std::uint32_t i = find_free(pool_index, size);
       if (i == kNone) i = new_segment(pool_index, size);
       segment& seg = segments_[blocks_[i].segment];
-      if (seg.expandable) ensure_mapped(seg, blocks_[i].addr, size, i);
+      if (seg.expandable && blocks_[i].addr - seg.base + size > seg.mapped_prefix)
+        ensure_mapped(seg, blocks_[i].addr, size, i);  // not all mapped yet
       return i;
     } catch (const out_of_memory&) {
       return kNone;
@@ -1049,19 +1039,6 @@ out_of_memory caching_strategy::oom(std::size_t bytes, const char* why) const {
 }
 
 // ------------------------------------------------------------- statistics
-
-void caching_strategy::count_split(block& b, bool add) noexcept {
-  const bool small = b.size <= kSmallSize;  // blocks count by size, segments by pool
-  const auto bytes = static_cast<std::int64_t>(b.size);
-  if (add) {
-    count_up(DAO_STAT_INACTIVE_SPLIT_BYTES, small, bytes);
-    count_up(DAO_STAT_INACTIVE_SPLIT_BLOCKS, small, 1);
-  } else {
-    count_down(DAO_STAT_INACTIVE_SPLIT_BYTES, small, bytes);
-    count_down(DAO_STAT_INACTIVE_SPLIT_BLOCKS, small, 1);
-  }
-  b.counted_split = add;
-}
 
 allocator_counters caching_strategy::counters() const {
   std::lock_guard<fast_mutex> lock(mutex_);

@@ -84,6 +84,7 @@ class caching_strategy final : public strategy {
   static std::uint32_t or_scratch(std::uint32_t index) noexcept {
     return index & (0u - static_cast<std::uint32_t>(index != kNone));
   }
+  static constexpr std::size_t kSmallSize = std::size_t(1) << 20;  // small pool: <= 1 MiB
   static constexpr int kFirstLevels = 52;
   static constexpr int kSecondLevels = 32;
 
@@ -154,7 +155,16 @@ class caching_strategy final : public strategy {
     if (blocks_.capacity() - blocks_.size() < 2 || !live_.has_room(1)) grow_bookkeeping();
   }
   void grow_bookkeeping();
-  std::uint32_t pool_for(dao_stream stream, bool small);
+  // The pool of a stream's small or large blocks (one per stream with
+  // expandable segments); the last stream's are remembered.
+  std::uint32_t pool_for(dao_stream stream, bool small) {
+    if (granularity_ != 0) small = false;
+    const std::uint64_t id = stream != nullptr ? stream->id : 0;
+    if (stream == last_stream_ && id == last_stream_id_ && last_pools_[small] != kNone)
+      return last_pools_[small];
+    return find_pool(stream, small, id);
+  }
+  std::uint32_t find_pool(dao_stream stream, bool small, std::uint64_t id);
   void bin_insert(std::uint32_t index) noexcept;
   void bin_remove(std::uint32_t index) noexcept;
   std::uint32_t find_free(std::uint32_t pool_index, std::size_t size) noexcept;
@@ -212,8 +222,23 @@ class caching_strategy final : public strategy {
     else count_down(metric, small, -delta);
   }
   void track_active() noexcept;
-  void count_split(block& b, bool add) noexcept;
-  bool is_split(const block& b) const noexcept;
+  void count_split(block& b, bool add) noexcept {
+    const bool small = b.size <= kSmallSize;  // blocks count by size, segments by pool
+    const auto bytes = static_cast<std::int64_t>(b.size);
+    if (add) {
+      count_up(DAO_STAT_INACTIVE_SPLIT_BYTES, small, bytes);
+      count_up(DAO_STAT_INACTIVE_SPLIT_BLOCKS, small, 1);
+    } else {
+      count_down(DAO_STAT_INACTIVE_SPLIT_BYTES, small, bytes);
+      count_down(DAO_STAT_INACTIVE_SPLIT_BLOCKS, small, 1);
+    }
+    b.counted_split = add;
+  }
+  bool is_split(const block& b) const noexcept {
+    if (b.prev == kNone && b.next == kNone) return false;
+    // The unused end of an expandable segment is addresses, not fragmentation.
+    return !(b.expandable && b.next == kNone);
+  }
 
   // Free blocks of host-accessible memory are poisoned for ASan (no-ops
   // without it; device memory is never touched).
