@@ -1544,6 +1544,36 @@ static void release_waits_for_queued_work(void **state) {
   }
 }
 
+/* The cache of a destroyed stream's pool can serve no one: it goes back to
+   the place at the next allocation on another stream, not only at trim. */
+static void destroyed_streams_give_their_cache_back(void **state) {
+  static const char *const configs[] = {NULL, "expandable_segments=false"};
+  const size_t n = 12 * MIB; /* over 10 MiB: a carved segment of its own size */
+  size_t c;
+  (void)state;
+  for (c = 0; c < 2; ++c) {
+    dao_allocator *a = make(big_place(), configs[c]);
+    dao_stream s1 = make_stream(big_place());
+    dao_stream s2 = make_stream(big_place()); /* made while s1 lives: another address */
+    dao_allocator_stats st;
+    void *p = alloc_ok(a, n, s1), *q;
+    dao_test_fill(p, n, 5);
+    assert_ok(dao_allocator_free(a, p));
+    st = dao_test_stats(a);
+    assert_true(st.reserved_bytes >= n); /* cached for s1 */
+    drop_stream(s1);
+    q = alloc_ok(a, n, s2);
+    st = dao_test_stats(a);
+    /* s2's block only (segments round it up a little), not s1's cache too */
+    assert_true(st.reserved_bytes >= n);
+    assert_true(st.reserved_bytes < 2 * n);
+    assert_ok(dao_allocator_free(a, q));
+    drop_stream(s2);
+    destroy(a);
+    assert_int_equal(place_free(big_place()), big_baseline);
+  }
+}
+
 static void record_stream_bad_input(void **state) {
   dao_allocator *a = make(big_place(), NULL);
   dao_allocator *buddy = NULL;
@@ -2910,6 +2940,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test_setup_teardown(record_stream_waits_for_every_stream, baseline, cleanup),
         cmocka_unit_test_setup_teardown(destroy_with_pending_free, baseline, cleanup),
         cmocka_unit_test_setup_teardown(release_waits_for_queued_work, baseline, cleanup),
+        cmocka_unit_test_setup_teardown(destroyed_streams_give_their_cache_back, baseline, cleanup),
         cmocka_unit_test_setup_teardown(concurrent_streams, baseline, cleanup),
         cmocka_unit_test_setup_teardown(record_stream_bad_input, baseline, cleanup),
         cmocka_unit_test_setup_teardown(record_stream_foreign_place_stream, baseline, cleanup),

@@ -163,6 +163,7 @@ extern "C" dao_status dao_stream_destroy(dao_stream stream) {
     }
     s.magic = 0;
     delete &s;
+    destroyed_stream_count().fetch_add(1, std::memory_order_release);
   });
 }
 

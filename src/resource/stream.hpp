@@ -49,6 +49,12 @@ inline std::uint64_t next_stream_id() noexcept {
   static std::atomic<std::uint64_t> last{0};
   return last.fetch_add(1, std::memory_order_relaxed) + 1;
 }
+// How many stream handles dao_stream_destroy() has destroyed: allocators
+// look for the pools of dead streams only when it has changed.
+inline std::atomic<std::uint64_t>& destroyed_stream_count() noexcept {
+  static std::atomic<std::uint64_t> count{0};
+  return count;
+}
 }  // namespace dao::detail
 
 // The handles given to C callers. Defined here (not in the C API layer) so

@@ -226,6 +226,14 @@ std::uint32_t caching_strategy::find_pool(dao_stream stream, bool small, std::ui
     last_stream_ = stream;
     last_stream_id_ = id;
     last_pools_[0] = last_pools_[1] = kNone;
+    // A stream was destroyed since the last look: the cache of its pools
+    // can serve no one (unless a new stream gets its address), so give it
+    // back now rather than at the next trim or out-of-memory retry.
+    const std::uint64_t destroyed = destroyed_stream_count().load(std::memory_order_acquire);
+    if (destroyed != destroyed_seen_) {
+      destroyed_seen_ = destroyed;
+      release_cached(false, true);
+    }
   }
   std::uint32_t& cached = last_pools_[small ? 1 : 0];
   if (cached != kNone) return cached;
@@ -717,14 +725,18 @@ void caching_strategy::settle_all() noexcept {
 // granule that no block uses, of the pools whose streams have run their work
 // (wait: waiting for them; PyTorch's empty_cache synchronizes too). Returns
 // the bytes released.
-std::size_t caching_strategy::release_cached(bool wait) {
+std::size_t caching_strategy::release_cached(bool wait, bool dead_streams_only) {
   std::size_t released = 0;
   std::vector<std::int8_t> quiet(pools_.size(), -1);  // settled(pool, wait), asked once
   for (std::uint32_t si = 0; si < segments_.size(); ++si) {
     segment& seg = segments_[si];
     if (!seg.live) continue;
     std::int8_t& q = quiet[seg.pool];
-    if (q < 0) q = settled(seg.pool, wait) ? 1 : 0;
+    if (q < 0) {
+      const pool& p = pools_[seg.pool];
+      const bool dead = p.stream != nullptr && p.stream_ref.expired();
+      q = (dead || !dead_streams_only) && settled(seg.pool, wait) ? 1 : 0;
+    }
     if (q == 0) continue;
     if (seg.expandable) {
       for (std::uint32_t i = seg.first_block; i != kNone; i = blocks_[i].next)

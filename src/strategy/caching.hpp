@@ -186,7 +186,7 @@ class caching_strategy final : public strategy {
   // pool has (wait: after waiting for it; a failed wait counts as not).
   bool settled(std::uint32_t pool_index, bool wait) noexcept;
   void settle_all() noexcept;
-  std::size_t release_cached(bool wait);
+  std::size_t release_cached(bool wait, bool dead_streams_only = false);
   std::size_t unmap_free(std::uint32_t block_index) noexcept;
   std::size_t unmap_range(segment& seg, std::uintptr_t from, std::uintptr_t to,
                           std::size_t limit) noexcept;
@@ -270,6 +270,7 @@ class caching_strategy final : public strategy {
   std::unordered_map<std::uintptr_t, std::uint32_t> pool_index_;
   dao_stream last_stream_ = nullptr;
   std::uint64_t last_stream_id_ = 0;
+  std::uint64_t destroyed_seen_ = 0;  // destroyed_stream_count() at the last look
   std::uint32_t last_pools_[2] = {kNone, kNone};  // large, small of last_stream_
   pointer_map live_;                                // allocated blocks
   std::unordered_map<std::uint32_t, std::vector<dao_stream>> uses_;  // record_stream
