@@ -60,6 +60,7 @@ class host_resource final : public system_resource {
   bool host_accessible() const noexcept override { return true; }
 
   std::size_t map_granularity() const noexcept override { return host_page_size(); }
+  std::size_t large_page_size() const noexcept override { return host_huge_page_size(); }
   void* reserve_addresses(std::size_t bytes) override {
     void* p = host_reserve(bytes);
     if (p == nullptr) {

@@ -110,6 +110,7 @@ class sim_device final : public system_resource {
   // Virtual memory: addresses are free, mapped pages count against the
   // capacity exactly as allocations do.
   std::size_t map_granularity() const noexcept override { return host_page_size(); }
+  std::size_t large_page_size() const noexcept override { return host_huge_page_size(); }
   void* reserve_addresses(std::size_t bytes) override {
     void* p = host_reserve(bytes);
     if (p == nullptr) {

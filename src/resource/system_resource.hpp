@@ -56,6 +56,11 @@ class system_resource {
   // separate segments (no fragmentation across segments). Resources without
   // it keep the defaults (granularity 0: not supported).
   virtual std::size_t map_granularity() const noexcept { return 0; }
+  // The page size the memory is backed with when larger than the
+  // granularity (host memory in transparent huge pages), else 0. Giving back
+  // part of such a page splits it into small pages for good: callers that
+  // can choose what to unmap prefer whole ones.
+  virtual std::size_t large_page_size() const noexcept { return 0; }
   // Reserves `bytes` (a multiple of the granularity) of addresses, mapping
   // nothing; costs no memory. Throws out_of_memory / backend_error.
   virtual void* reserve_addresses(std::size_t bytes);

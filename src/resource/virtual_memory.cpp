@@ -4,6 +4,8 @@
 #include <unistd.h>
 
 #include <cstdint>
+#include <cstdio>
+#include <cstring>
 
 #include "core/error.hpp"
 #include "resource/system_resource.hpp"
@@ -17,6 +19,20 @@ std::size_t host_page_size() noexcept {
     return p > 0 ? static_cast<std::size_t>(p) : std::size_t(4096);
   }();
   return page;
+}
+
+std::size_t host_huge_page_size() noexcept {
+  static const std::size_t size = [] {
+    // "always [madvise] never": huge pages unless the mode in brackets is never.
+    std::FILE* f = std::fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
+    if (f == nullptr) return std::size_t(0);
+    char line[128] = {0};
+    const bool read = std::fgets(line, sizeof line, f) != nullptr;
+    std::fclose(f);
+    if (!read || std::strstr(line, "[never]") != nullptr) return std::size_t(0);
+    return std::size_t(2) << 20;
+  }();
+  return size;
 }
 
 // Reservations start on a 2 MiB boundary and ask for transparent huge pages

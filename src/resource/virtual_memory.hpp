@@ -9,6 +9,9 @@ namespace dao::detail {
 
 // The host page size: the granularity of host mappings.
 std::size_t host_page_size() noexcept;
+// The size of a transparent huge page when the kernel gives them to
+// reservations (host_reserve asks for them), else 0.
+std::size_t host_huge_page_size() noexcept;
 
 // Reserves `bytes` of addresses (no memory); nullptr when none are left.
 void* host_reserve(std::size_t bytes) noexcept;

@@ -189,7 +189,7 @@ class caching_strategy final : public strategy {
   std::size_t release_cached(bool wait, bool dead_streams_only = false);
   std::size_t unmap_free(std::uint32_t block_index) noexcept;
   std::size_t unmap_range(segment& seg, std::uintptr_t from, std::uintptr_t to,
-                          std::size_t limit) noexcept;
+                          std::size_t limit, std::size_t unit) noexcept;
   void release_segment(std::uint32_t segment_index) noexcept;
   bool within_limit(std::size_t extra) const noexcept;
   std::size_t limit() const noexcept;
@@ -252,6 +252,7 @@ class caching_strategy final : public strategy {
   caching_options options_;
   bool host_memory_ = false;  // upstream().host_accessible(), for poisoning
   std::size_t granularity_ = 0;  // 0: no virtual memory upstream
+  std::size_t large_page_ = 0;   // upstream's large pages (a multiple of it), or 0
   std::size_t arena_size_ = 0;   // addresses reserved per expandable segment
   bool exact_mapping_ = false;   // under pressure: map no more than needed
   double headroom_ = -1;         // reserve_headroom in effect (widens under churn)
