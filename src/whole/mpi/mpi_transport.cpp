@@ -350,60 +350,61 @@ dao_status many(size_t count, const size_t* lengths, const size_t* target_offset
   }
 }
 
-dao_status op_window_get_many(void* self, void* window, int target, size_t count,
-                              const size_t* target_offsets, const size_t* lengths, void* dst,
-                              const size_t* dst_offsets) {
+// Gets (put false) or puts the `count` pieces between `local` at
+// `local_offsets` and the target's window at `target_offsets`: one derived
+// datatype operation when the pieces allow it, else piece by piece; a copy
+// when the window is this rank's own memory. `local` is only read by a put.
+dao_status transfer_many(void* self, void* window, int target, size_t count,
+                         const size_t* target_offsets, const size_t* lengths, char* local,
+                         const size_t* local_offsets, bool put) {
   mpi_transport& t = self_of(self);
   serial lock(t);
   const mpi_window& w = *static_cast<mpi_window*>(window);
-  char* out = static_cast<char*>(dst);
+  auto rma = [&](char* origin, int origin_count, MPI_Datatype origin_type, MPI_Aint displacement,
+                 int target_count, MPI_Datatype target_type) {
+    if (put)
+      return check(MPI_Put(origin, origin_count, origin_type, target, displacement, target_count,
+                           target_type, w.win),
+                   "MPI_Put");
+    return check(MPI_Get(origin, origin_count, origin_type, target, displacement, target_count,
+                         target_type, w.win),
+                 "MPI_Get");
+  };
   auto one = [&](size_t i) -> dao_status {
     if (w.win == MPI_WIN_NULL) {
       char* at = nullptr;
       const dao_status s = copy_own(w, target, target_offsets[i], lengths[i], &at);
-      if (s == DAO_OK) std::memcpy(out + dst_offsets[i], at, lengths[i]);
+      if (s == DAO_OK) {
+        if (put) std::memcpy(at, local + local_offsets[i], lengths[i]);
+        else std::memcpy(local + local_offsets[i], at, lengths[i]);
+      }
       return s;
     }
     return in_pieces(lengths[i], [&](size_t done, int n) {
-      return check(MPI_Get(out + dst_offsets[i] + done, n, MPI_BYTE, target,
-                           static_cast<MPI_Aint>(target_offsets[i] + done), n, MPI_BYTE, w.win),
-                   "MPI_Get");
+      return rma(local + local_offsets[i] + done, n, MPI_BYTE,
+                 static_cast<MPI_Aint>(target_offsets[i] + done), n, MPI_BYTE);
     });
   };
   if (w.win == MPI_WIN_NULL) return each(count, one);
-  return many(count, lengths, target_offsets, dst_offsets, one,
+  return many(count, lengths, target_offsets, local_offsets, one,
               [&](MPI_Datatype local_type, MPI_Datatype remote_type) {
-                return check(MPI_Get(out, 1, local_type, target, 0, 1, remote_type, w.win),
-                             "MPI_Get");
+                return rma(local, 1, local_type, 0, 1, remote_type);
               });
+}
+
+dao_status op_window_get_many(void* self, void* window, int target, size_t count,
+                              const size_t* target_offsets, const size_t* lengths, void* dst,
+                              const size_t* dst_offsets) {
+  return transfer_many(self, window, target, count, target_offsets, lengths,
+                       static_cast<char*>(dst), dst_offsets, false);
 }
 
 dao_status op_window_put_many(void* self, void* window, int target, size_t count,
                               const size_t* target_offsets, const size_t* lengths,
                               const void* src, const size_t* src_offsets) {
-  mpi_transport& t = self_of(self);
-  serial lock(t);
-  const mpi_window& w = *static_cast<mpi_window*>(window);
-  const char* in = static_cast<const char*>(src);
-  auto one = [&](size_t i) -> dao_status {
-    if (w.win == MPI_WIN_NULL) {
-      char* at = nullptr;
-      const dao_status s = copy_own(w, target, target_offsets[i], lengths[i], &at);
-      if (s == DAO_OK) std::memcpy(at, in + src_offsets[i], lengths[i]);
-      return s;
-    }
-    return in_pieces(lengths[i], [&](size_t done, int n) {
-      return check(MPI_Put(in + src_offsets[i] + done, n, MPI_BYTE, target,
-                           static_cast<MPI_Aint>(target_offsets[i] + done), n, MPI_BYTE, w.win),
-                   "MPI_Put");
-    });
-  };
-  if (w.win == MPI_WIN_NULL) return each(count, one);
-  return many(count, lengths, target_offsets, src_offsets, one,
-              [&](MPI_Datatype local_type, MPI_Datatype remote_type) {
-                return check(MPI_Put(in, 1, local_type, target, 0, 1, remote_type, w.win),
-                             "MPI_Put");
-              });
+  // MPI_Put only reads its origin buffer.
+  return transfer_many(self, window, target, count, target_offsets, lengths,
+                       const_cast<char*>(static_cast<const char*>(src)), src_offsets, true);
 }
 
 dao_status op_window_complete(void* self, void* window) {
