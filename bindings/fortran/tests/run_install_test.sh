@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # ctest fortran_install: installs the build into a scratch prefix, then
 # builds the README example against the installed tree with
-# `pkg-config --cflags --libs dao-fortran` and runs it, as a user would.
+# `pkg-config --cflags --libs dao-fortran`, and again as a CMake project with
+# find_package(dao) and dao::dao_fortran, and runs both, as a user would.
 #
 # Usage: run_install_test.sh <build-dir> <scratch-dir> <fortran-compiler> <example.f90>
 set -euo pipefail
@@ -51,4 +52,20 @@ echo "$fc example $flags"
 "$fc" -Wall -Wextra -Werror "$example" -o "$scratch/quickstart" $flags \
   -Wl,-rpath,"$libdir"
 "$scratch/quickstart"
-echo "installed Fortran binding: OK"
+# The same through CMake: find_package(dao) and dao::dao_fortran.
+mkdir -p "$scratch/cmake-src"
+cp "$example" "$scratch/cmake-src/quickstart.f90"
+cat > "$scratch/cmake-src/CMakeLists.txt" <<'CMAKE'
+cmake_minimum_required(VERSION 3.16)
+project(dao_fortran_consumer LANGUAGES Fortran C)
+find_package(dao REQUIRED)
+add_executable(quickstart quickstart.f90)
+target_link_libraries(quickstart PRIVATE dao::dao_fortran)
+CMAKE
+cmake -S "$scratch/cmake-src" -B "$scratch/cmake-build" -DCMAKE_PREFIX_PATH="$prefix" \
+  -DCMAKE_Fortran_COMPILER="$fc" -DCMAKE_BUILD_RPATH="$libdir" > "$scratch/cmake.log" 2>&1 ||
+  { cat "$scratch/cmake.log"; fail "find_package(dao) with dao::dao_fortran failed"; }
+cmake --build "$scratch/cmake-build" > "$scratch/cmake-build.log" 2>&1 ||
+  { cat "$scratch/cmake-build.log"; fail "building against dao::dao_fortran failed"; }
+"$scratch/cmake-build/quickstart" > /dev/null
+echo "installed Fortran binding (pkg-config and find_package): OK"
