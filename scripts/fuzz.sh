@@ -11,6 +11,8 @@
 #
 # Environment: DAO_FUZZ_JOBS (build parallelism, default 2);
 # DAO_FUZZ_PARALLEL (harnesses run at once, default: the number of cores);
+# DAO_FUZZ_SEED (libFuzzer's -seed, so that runs start alike; default: a new
+# one each run);
 # DAO_FUZZ_SKIP_KNOWN=1 steers the harnesses around the bugs they already
 # found (see tests/fuzz/README.md); ASAN_OPTIONS / UBSAN_OPTIONS override the
 # defaults below. Longer runs and crash minimisation: tests/fuzz/README.md.
@@ -66,11 +68,12 @@ run_harness() {
       return
     fi
   done
-  local dict=()
-  if [ -f "$root/tests/fuzz/$h.dict" ]; then dict=(-dict="$root/tests/fuzz/$h.dict"); fi
+  local extra=()  # dictionary, seed
+  if [ -f "$root/tests/fuzz/$h.dict" ]; then extra=(-dict="$root/tests/fuzz/$h.dict"); fi
+  if [ -n "${DAO_FUZZ_SEED:-}" ]; then extra+=(-seed="$DAO_FUZZ_SEED"); fi
   local rc=0
   "$build/tests/$h" -max_total_time="$seconds" -timeout=30 -rss_limit_mb=4096 -print_final_stats=1 \
-    -artifact_prefix="$crashes/" "${dict[@]}" "$work/corpus" >"$work/fuzz.log" 2>&1 || rc=$?
+    -artifact_prefix="$crashes/" "${extra[@]}" "$work/corpus" >"$work/fuzz.log" 2>&1 || rc=$?
   local execs
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$work/fuzz.log" | tail -n 1)
   if [ "$rc" -ne 0 ]; then

@@ -94,9 +94,14 @@ void check_value(const std::string& key, const std::string& asked, const std::st
                  const std::string& input, const std::string& eff_config) {
   bool same = true;
   switch (kind_of(key)) {
-    case kind::size:
-      same = dao::detail::parse_size(asked, key) == dao::detail::parse_size(effective, key);
+    case kind::size: {
+      std::size_t want = dao::detail::parse_size(asked, key);
+      // max_split_size: blocks of SIZE_MAX bytes and more are never split
+      // anyway, so it means no limit, which the effective config calls 0.
+      if (key == "max_split_size" && want == SIZE_MAX) want = 0;
+      same = want == dao::detail::parse_size(effective, key);
       break;
+    }
     case kind::number:
       same = number_of(asked) == number_of(effective);
       break;
