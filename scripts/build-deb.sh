@@ -13,7 +13,8 @@
 #      chroot) and builds and runs programs against it: the C consumer of
 #      tests/install through pkg-config (shared and static) and through
 #      find_package(dao), the Fortran example through dao-fortran.pc when the
-#      packages have the binding, and the installed `dao` tool.
+#      packages have the binding, the installed `dao` tool, and the
+#      autopkgtests of debian/tests with the unpacked tree on their paths.
 # Any failure exits non-zero. See docs/packaging.md.
 #
 # Usage: scripts/build-deb.sh [OUT_DIR]     (default: build-deb/)
@@ -222,6 +223,16 @@ LD_LIBRARY_PATH=$libdir "$dao" info > "$work/dao-info.txt" ||
 grep -q "^sim: 2 devices" "$work/dao-info.txt" || { cat "$work/dao-info.txt"; fail "dao info shows no 2 sim devices"; }
 sed -n '1p;/^cuda:/,/backend/p' "$work/dao-info.txt"
 LD_LIBRARY_PATH=$libdir "$dao" info --json > "$work/dao-info.json" || fail "dao info --json failed"
+
+step "the autopkgtests (debian/tests) against the unpacked packages"
+mkdir -p "$work/autopkgtest"
+for t in build-consumer dao-tool; do
+  (cd "$srcdir" && AUTOPKGTEST_TMP="$work/autopkgtest" CMAKE_PREFIX_PATH="$prefix/usr" \
+     LD_LIBRARY_PATH="$libdir" PATH="$prefix/usr/bin:$PATH" "debian/tests/$t") \
+    > "$work/autopkgtest-$t.log" 2>&1 ||
+    { cat "$work/autopkgtest-$t.log"; fail "autopkgtest $t failed"; }
+  tail -n 1 "$work/autopkgtest-$t.log"
+done
 
 step "done"
 echo "packages: $out/src/*.deb; lintian: $out/lintian.txt; build log: $out/build.log"
