@@ -263,42 +263,55 @@ dao_status in_pieces(size_t bytes, Op op) {
   return DAO_OK;
 }
 
+// One MPI_Put (put) or MPI_Get between `origin` and the target's window.
+dao_status rma(const mpi_window& w, int target, bool put, char* origin, int origin_count,
+               MPI_Datatype origin_type, MPI_Aint displacement, int target_count,
+               MPI_Datatype target_type) {
+  if (put)
+    return check(MPI_Put(origin, origin_count, origin_type, target, displacement, target_count,
+                         target_type, w.win),
+                 "MPI_Put");
+  return check(MPI_Get(origin, origin_count, origin_type, target, displacement, target_count,
+                       target_type, w.win),
+               "MPI_Get");
+}
+
+// Gets (put false) or puts `bytes` between `local` and the target's window
+// at `offset`: a copy when the window is this rank's own memory, else RMA
+// in pieces of at most INT_MAX bytes. `local` is only read by a put. The
+// caller holds the transport's lock.
+dao_status transfer_one(const mpi_window& w, int target, size_t offset, size_t bytes, char* local,
+                        bool put) {
+  if (w.win == MPI_WIN_NULL) {
+    char* at = nullptr;
+    const dao_status s = copy_own(w, target, offset, bytes, &at);
+    if (s == DAO_OK) {
+      if (put) std::memcpy(at, local, bytes);
+      else std::memcpy(local, at, bytes);
+    }
+    return s;
+  }
+  return in_pieces(bytes, [&](size_t done, int n) {
+    return rma(w, target, put, local + done, n, MPI_BYTE, static_cast<MPI_Aint>(offset + done), n,
+               MPI_BYTE);
+  });
+}
+
 dao_status op_window_get(void* self, void* window, int target, size_t offset, void* dst,
                          size_t bytes) {
   mpi_transport& t = self_of(self);
   serial lock(t);
-  const mpi_window& w = *static_cast<mpi_window*>(window);
-  if (w.win == MPI_WIN_NULL) {
-    char* at = nullptr;
-    const dao_status s = copy_own(w, target, offset, bytes, &at);
-    if (s == DAO_OK) std::memcpy(dst, at, bytes);
-    return s;
-  }
-  MPI_Win win = w.win;
-  return in_pieces(bytes, [&](size_t done, int n) {
-    return check(MPI_Get(static_cast<char*>(dst) + done, n, MPI_BYTE, target,
-                         static_cast<MPI_Aint>(offset + done), n, MPI_BYTE, win),
-                 "MPI_Get");
-  });
+  return transfer_one(*static_cast<mpi_window*>(window), target, offset, bytes,
+                      static_cast<char*>(dst), false);
 }
 
 dao_status op_window_put(void* self, void* window, int target, size_t offset, const void* src,
                          size_t bytes) {
   mpi_transport& t = self_of(self);
   serial lock(t);
-  const mpi_window& w = *static_cast<mpi_window*>(window);
-  if (w.win == MPI_WIN_NULL) {
-    char* at = nullptr;
-    const dao_status s = copy_own(w, target, offset, bytes, &at);
-    if (s == DAO_OK) std::memcpy(at, src, bytes);
-    return s;
-  }
-  MPI_Win win = w.win;
-  return in_pieces(bytes, [&](size_t done, int n) {
-    return check(MPI_Put(static_cast<const char*>(src) + done, n, MPI_BYTE, target,
-                         static_cast<MPI_Aint>(offset + done), n, MPI_BYTE, win),
-                 "MPI_Put");
-  });
+  // MPI_Put only reads its origin buffer.
+  return transfer_one(*static_cast<mpi_window*>(window), target, offset, bytes,
+                      const_cast<char*>(static_cast<const char*>(src)), true);
 }
 
 // Many pieces to or from one target as one MPI_Get or MPI_Put: an hindexed
@@ -360,35 +373,13 @@ dao_status transfer_many(void* self, void* window, int target, size_t count,
   mpi_transport& t = self_of(self);
   serial lock(t);
   const mpi_window& w = *static_cast<mpi_window*>(window);
-  auto rma = [&](char* origin, int origin_count, MPI_Datatype origin_type, MPI_Aint displacement,
-                 int target_count, MPI_Datatype target_type) {
-    if (put)
-      return check(MPI_Put(origin, origin_count, origin_type, target, displacement, target_count,
-                           target_type, w.win),
-                   "MPI_Put");
-    return check(MPI_Get(origin, origin_count, origin_type, target, displacement, target_count,
-                         target_type, w.win),
-                 "MPI_Get");
-  };
-  auto one = [&](size_t i) -> dao_status {
-    if (w.win == MPI_WIN_NULL) {
-      char* at = nullptr;
-      const dao_status s = copy_own(w, target, target_offsets[i], lengths[i], &at);
-      if (s == DAO_OK) {
-        if (put) std::memcpy(at, local + local_offsets[i], lengths[i]);
-        else std::memcpy(local + local_offsets[i], at, lengths[i]);
-      }
-      return s;
-    }
-    return in_pieces(lengths[i], [&](size_t done, int n) {
-      return rma(local + local_offsets[i] + done, n, MPI_BYTE,
-                 static_cast<MPI_Aint>(target_offsets[i] + done), n, MPI_BYTE);
-    });
+  auto one = [&](size_t i) {
+    return transfer_one(w, target, target_offsets[i], lengths[i], local + local_offsets[i], put);
   };
   if (w.win == MPI_WIN_NULL) return each(count, one);
   return many(count, lengths, target_offsets, local_offsets, one,
               [&](MPI_Datatype local_type, MPI_Datatype remote_type) {
-                return rma(local, 1, local_type, 0, 1, remote_type);
+                return rma(w, target, put, local, 1, local_type, 0, 1, remote_type);
               });
 }
 
