@@ -40,9 +40,6 @@ class event_impl {
   virtual void complete_now() = 0;
 };
 
-}  // namespace dao::detail
-
-namespace dao::detail {
 // A number no other stream handle of this process has had: a handle's
 // address can be reused once it is destroyed, its id cannot.
 inline std::uint64_t next_stream_id() noexcept {
@@ -55,6 +52,7 @@ inline std::atomic<std::uint64_t>& destroyed_stream_count() noexcept {
   static std::atomic<std::uint64_t> count{0};
   return count;
 }
+
 }  // namespace dao::detail
 
 // The handles given to C callers. Defined here (not in the C API layer) so

@@ -21,6 +21,10 @@ std::size_t host_page_size() noexcept {
   return page;
 }
 
+namespace {
+constexpr std::size_t kHugePage = std::size_t(2) << 20;  // x86-64 and AArch64 (4 KiB base pages)
+}  // namespace
+
 std::size_t host_huge_page_size() noexcept {
   static const std::size_t size = [] {
     // "always [madvise] never": huge pages unless the mode in brackets is never.
@@ -30,7 +34,7 @@ std::size_t host_huge_page_size() noexcept {
     const bool read = std::fgets(line, sizeof line, f) != nullptr;
     std::fclose(f);
     if (!read || std::strstr(line, "[never]") != nullptr) return std::size_t(0);
-    return std::size_t(2) << 20;
+    return kHugePage;
   }();
   return size;
 }
@@ -43,7 +47,6 @@ std::size_t host_huge_page_size() noexcept {
 // Mapping and unmapping stay page-grained; the kernel splits a huge page
 // when part of it is given back.
 void* host_reserve(std::size_t bytes) noexcept {
-  constexpr std::size_t kHugePage = std::size_t(2) << 20;
   if (bytes > SIZE_MAX - kHugePage) return nullptr;
   const std::size_t padded = bytes + kHugePage;
   void* p = mmap(nullptr, padded, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
