@@ -292,7 +292,7 @@ contains
   !> wrong, or "" if it succeeded.
   function dao_last_message() result(message)
     character(len=:), allocatable :: message
-    message = dao_string(daof_last_message())
+    call to_string(daof_last_message(), message)
   end function dao_last_message
 
   !> Print every failure that the caller gave no `status` argument for, with
@@ -391,16 +391,30 @@ contains
   function dao_string(cstring) result(string)
     type(c_ptr), intent(in) :: cstring
     character(len=:), allocatable :: string
+    call to_string(cstring, string)
+  end function dao_string
+
+  ! `string` = the C string (empty for NULL), filled in place: gfortran 12
+  ! keeps the length of a deferred-length temporary (`x = f()` with a
+  ! deferred-length result) in a static variable, so two threads doing that
+  ! at once overrun each other's strings; an allocatable dummy argument
+  ! carries its length with it.
+  subroutine to_string(cstring, string)
+    type(c_ptr), intent(in) :: cstring
+    character(len=:), allocatable, intent(out) :: string
     character(kind=c_char), pointer :: chars(:)
-    integer(c_size_t) :: length
+    integer(c_size_t) :: length, i
     if (.not. c_associated(cstring)) then
-      string = ''
+      allocate (character(len=0) :: string)
       return
     end if
     length = c_strlen(cstring)
     call c_f_pointer(cstring, chars, [length])
-    string = chars_to_string(chars, length)
-  end function dao_string
+    allocate (character(len=length) :: string)
+    do i = 1, length
+      string(i:i) = chars(i)
+    end do
+  end subroutine to_string
 
   function chars_to_string(chars, length) result(string)
     character(kind=c_char), intent(in) :: chars(*)
@@ -425,14 +439,14 @@ contains
   function dao_status_name(status) result(name)
     integer(c_int), intent(in) :: status
     character(len=:), allocatable :: name
-    name = dao_string(dao_status_string(status))
+    call to_string(dao_status_string(status), name)
   end function dao_status_name
 
   !> Version of the library loaded at run time, "MAJOR.MINOR.PATCH" (compare
   !> with DAO_VERSION_STRING, the version this module was built with).
   function dao_version() result(version)
     character(len=:), allocatable :: version
-    version = dao_string(dao_version_string())
+    call to_string(dao_version_string(), version)
   end function dao_version
 
   ! ================================================================== places
@@ -454,7 +468,7 @@ contains
   function dao_kind_name(kind) result(name)
     integer(c_int), intent(in) :: kind
     character(len=:), allocatable :: name
-    name = dao_string(dao_place_kind_name(kind))
+    call to_string(dao_place_kind_name(kind), name)
   end function dao_kind_name
 
   !> A place as text: "cpu", "sim:1", "cuda:0", ...
@@ -477,7 +491,7 @@ contains
   function dao_backend_description(kind) result(text)
     integer(c_int), intent(in) :: kind
     character(len=:), allocatable :: text
-    text = dao_string(dao_place_backend_description(kind))
+    call to_string(dao_place_backend_description(kind), text)
   end function dao_backend_description
 
   !> Number of devices of a place kind on this machine (0 on failure).
@@ -532,8 +546,8 @@ contains
     s = c_null_ptr
     c = c_null_ptr
     st = dao_place_default_config(kind, s, c)
-    if (present(strategy)) strategy = dao_string(s)
-    if (present(config)) config = dao_string(c)
+    if (present(strategy)) call to_string(s, strategy)
+    if (present(config)) call to_string(c, config)
     call finish(st, status)
   end subroutine dao_default_config
 
@@ -842,8 +856,8 @@ contains
     c = c_null_ptr
     st = dao_allocator_info(self%handle, p, s, c)
     if (present(place)) place = p
-    if (present(strategy)) strategy = dao_string(s)
-    if (present(config)) config = dao_string(c)
+    if (present(strategy)) call to_string(s, strategy)
+    if (present(config)) call to_string(c, config)
     call finish(st, status)
   end subroutine allocator_info
 
@@ -1693,14 +1707,14 @@ contains
   function dao_whole_type_string(whole_type) result(name)
     integer(c_int), intent(in) :: whole_type
     character(len=:), allocatable :: name
-    name = dao_string(dao_whole_type_name(whole_type))
+    call to_string(dao_whole_type_name(whole_type), name)
   end function dao_whole_type_string
 
   !> Name of a whole memory location ("device", "host").
   function dao_whole_location_string(location) result(name)
     integer(c_int), intent(in) :: location
     character(len=:), allocatable :: name
-    name = dao_string(dao_whole_location_name(location))
+    call to_string(dao_whole_location_name(location), name)
   end function dao_whole_location_string
 
   !> Destroy this rank's handle (not collective for in-process
@@ -1756,7 +1770,7 @@ contains
     integer(c_int) :: st
     info%struct_size = c_sizeof(info)
     st = dao_comm_get_info(self%handle, info)
-    if (present(transport)) transport = dao_string(info%transport)
+    if (present(transport)) call to_string(info%transport, transport)
     call finish(st, status)
   end subroutine comm_info
 

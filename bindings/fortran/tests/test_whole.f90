@@ -93,6 +93,26 @@ contains
     call expect(s, st == DAO_OK, 'final barrier')
   end subroutine rank_body
 
+  ! "type/location" for messages, without the binding's deferred-length
+  ! name functions (see one_type); test_whole checks those on one thread.
+  pure function names(whole_type, location) result(name)
+    integer(c_int), intent(in) :: whole_type, location
+    character(len=32) :: name
+    select case (whole_type)
+    case (DAO_WHOLE_CONTINUOUS)
+      name = 'continuous'
+    case (DAO_WHOLE_CHUNKED)
+      name = 'chunked'
+    case default
+      name = 'distributed'
+    end select
+    if (location == DAO_WHOLE_HOST) then
+      name(len_trim(name) + 1:) = '/host'
+    else
+      name(len_trim(name) + 1:) = '/device'
+    end if
+  end function names
+
   subroutine one_type(s, whole_type, location)
     type(rank_state), intent(inout) :: s
     integer(c_int), intent(in) :: whole_type, location
@@ -106,11 +126,14 @@ contains
     type(c_ptr) :: p, q
     integer(c_int) :: st
     integer :: size_, r, owners(4)
-    character(len=:), allocatable :: msg
-    character(len=:), allocatable :: what
+    ! Fixed lengths on the ranks' threads: gfortran 12 keeps the length of a
+    ! deferred-length temporary in a static variable, so two threads building
+    ! such strings at once overran each other's (AddressSanitizer).
+    character(len=512) :: msg
+    character(len=32) :: what
     logical :: ok
 
-    what = dao_whole_type_string(whole_type) // '/' // dao_whole_location_string(location)
+    what = names(whole_type, location)
     entry_bytes = ENTRY_WORDS * 8
     call w%create(s%comm, whole_type, location, ENTRIES * entry_bytes, entry_bytes, st)
     call expect(s, st == DAO_OK, what // ': create')
@@ -273,7 +296,7 @@ contains
     type(rank_state), intent(inout) :: s
     type(dao_whole) :: w
     integer(c_int) :: st
-    character(len=:), allocatable :: msg
+    character(len=512) :: msg  ! fixed length: see one_type
     ! An entry size that does not divide the total size.
     call w%create(s%comm, DAO_WHOLE_CHUNKED, DAO_WHOLE_DEVICE, 1000_int64, 24_int64, st)
     call expect(s, st == DAO_ERR_INVALID_ARGUMENT .and. .not. c_associated(w%handle), &
