@@ -444,11 +444,13 @@ typedef struct model {
   size_t live;
   size_t live_requested;
   unsigned divisions;
+  int fast_reuse; /* fast_reuse=true: a block may be up to 4 classes larger */
   own_stat st[DAO_STAT_METRIC_COUNT][DAO_STAT_POOL_COUNT];
   /* current of each metric at the last reset of accumulated stats: from
      then on allocated - freed == current - base */
   int64_t base[DAO_STAT_METRIC_COUNT][DAO_STAT_POOL_COUNT];
   uint64_t allocs, frees;
+  uint64_t larger_blocks; /* fast reuse: blocks larger than the rounded size */
 } model;
 
 static void own_add(own_stat *s, int64_t delta) {
@@ -695,6 +697,17 @@ static void do_alloc(dao_allocator *a, model *m, size_t slot, size_t size, dao_s
   b->rounded = expected_round(size, m->divisions);
   b->stream = stream;
   b->seed = seed;
+  if (m->fast_reuse) {
+    /* a recent block of the request's size class or up to three classes
+       above (16 per power of two; pairs of 512 B units below 16 KiB) */
+    const size_t got = usable(a, b->ptr);
+    if (got < b->rounded || got >= b->rounded + b->rounded / 4 + 4096) {
+      print_error("fast reuse gave %zu B for %zu B (rounded %zu)\n", got, size, b->rounded);
+      fail();
+    }
+    if (got != b->rounded) ++m->larger_blocks;
+    b->rounded = got;
+  }
   assert_int_equal(usable(a, b->ptr), b->rounded);
   pattern_fill(b->ptr, size, seed);
   ++m->live;
@@ -761,8 +774,11 @@ static void random_sequence(const char *config, int expandable, unsigned divisio
   snap s;
   assert_non_null(m);
   model_init(m, divisions);
+  m->fast_reuse = config != NULL && strstr(config, "fast_reuse=true") != NULL;
   stream = make_stream(big_place());
   run_random(a, m, stream, &rng, 1500, 50, expandable);
+  /* fast reuse really served requests (only it hands out larger blocks) */
+  if (m->fast_reuse) assert_true(m->larger_blocks > 0);
   free_all(a, m);
 
   /* Everything free: every segment is one free block (all neighbours
@@ -828,15 +844,27 @@ static void random_sequences_other_configs(void **state) {
   random_sequence("max_split_size_mb=64,expandable_segments=false", 0, 0, 13);
 }
 
+/* Fast reuse defers merging: the snapshot (which merges first) must still
+   show every invariant, and the statistics must still match the model. */
+static void random_sequences_fast_reuse(void **state) {
+  (void)state;
+  random_sequence("fast_reuse=true", 1, 0, 21);
+  random_sequence("fast_reuse=true", 1, 0, 0x5eed5eed5eedull);
+  random_sequence("fast_reuse=true,expandable_segments=false", 0, 0, 22);
+  random_sequence("fast_reuse=true,roundup_power2_divisions=4", 1, 4, 23);
+  random_sequence("fast_reuse=true,max_split_size_mb=64,expandable_segments=false", 0, 0, 24);
+}
+
 /* ------------------------------------------------------------------------
  * 2. Rounding, pools, max_split_size
  * ---------------------------------------------------------------------- */
 
 static void rounding_and_pools(void **state) {
-  static const char *const configs[] = {NULL, "expandable_segments=false"};
+  static const char *const configs[] = {NULL, "expandable_segments=false", "fast_reuse=true",
+                                        "fast_reuse=true,expandable_segments=false"};
   size_t c;
   (void)state;
-  for (c = 0; c < 2; ++c) {
+  for (c = 0; c < 4; ++c) {
     struct {
       size_t ask, want;
     } cases[] = {{1, 512},
@@ -876,8 +904,8 @@ static void rounding_and_pools(void **state) {
       assert_int_equal(b->state, DAO_BLOCK_ALLOCATED);
       assert_int_equal(b->size, cases[i].want);
       assert_int_equal(b->requested_size, cases[i].ask);
-      assert_int_equal(seg->info.expandable, c == 0);
-      if (c == 0) {
+      assert_int_equal(seg->info.expandable, c % 2 == 0);
+      if (c % 2 == 0) {
         /* one expandable segment for the stream, of the large pool */
         assert_int_equal(s.count, 1);
         assert_int_equal(seg->info.pool, DAO_STAT_POOL_LARGE);
@@ -891,7 +919,7 @@ static void rounding_and_pools(void **state) {
     }
     free_snap(&s);
     for (i = 0; i < sizeof cases / sizeof cases[0]; ++i) assert_ok(dao_allocator_free(a, p[i]));
-    if (c == 1) {
+    if (c % 2 == 1) {
       /* alone, requests of 10 MiB and more get a segment rounded up to
          2 MiB (caching.cpp segment_size()) */
       void *q;
@@ -1080,11 +1108,12 @@ static void gated_fill_fn(void *user_data) {
 }
 
 static void reuse_is_per_stream(void **state) {
-  static const char *const configs[] = {NULL, "expandable_segments=false"};
+  static const char *const configs[] = {NULL, "expandable_segments=false", "fast_reuse=true",
+                                        "fast_reuse=true,expandable_segments=false"};
   const size_t n = 64 * KIB;
   size_t c;
   (void)state;
-  for (c = 0; c < 2; ++c) {
+  for (c = 0; c < 4; ++c) {
     dao_allocator *a = make(big_place(), configs[c]);
     dao_stream sa = NULL, sb = NULL;
     void *p, *q, *r, *others[8];
@@ -1169,11 +1198,12 @@ static void gated_check_fn(void *user_data) {
 }
 
 static void record_stream_defers_reuse(void **state) {
-  static const char *const configs[] = {NULL, "expandable_segments=false"};
+  static const char *const configs[] = {NULL, "expandable_segments=false", "fast_reuse=true",
+                                        "fast_reuse=true,expandable_segments=false"};
   const size_t n = 256 * KIB;
   size_t c;
   (void)state;
-  for (c = 0; c < 2; ++c) {
+  for (c = 0; c < 4; ++c) {
     dao_allocator *a = make(big_place(), configs[c]);
     dao_stream sa = NULL, sb = NULL;
     void *p, *q[8], *half, *quarter, *again;
@@ -1402,10 +1432,11 @@ static void *worker(void *user_data) {
 }
 
 static void concurrent_streams(void **state) {
-  static const char *const configs[] = {NULL, "expandable_segments=false"};
+  static const char *const configs[] = {NULL, "expandable_segments=false", "fast_reuse=true",
+                                        "fast_reuse=true,expandable_segments=false"};
   size_t c;
   (void)state;
-  for (c = 0; c < 2; ++c) {
+  for (c = 0; c < 4; ++c) {
     dao_allocator *a = make(big_place(), configs[c]);
     pthread_t threads[4];
     worker_args args[4];
@@ -1494,12 +1525,13 @@ static void *release_thread(void *arg) {
 }
 
 static void release_waits_for_queued_work(void **state) {
-  static const char *const configs[] = {NULL, "expandable_segments=false"};
+  static const char *const configs[] = {NULL, "expandable_segments=false", "fast_reuse=true",
+                                        "fast_reuse=true,expandable_segments=false"};
   const size_t n = 3 * MIB;
   size_t c;
   int destroying;
   (void)state;
-  for (c = 0; c < 2; ++c) {
+  for (c = 0; c < 4; ++c) {
     for (destroying = 0; destroying < 2; ++destroying) {
       dao_allocator *a = make(big_place(), configs[c]);
       dao_stream sa = make_stream(big_place());
@@ -1547,11 +1579,12 @@ static void release_waits_for_queued_work(void **state) {
 /* The cache of a destroyed stream's pool can serve no one: it goes back to
    the place at the next allocation on another stream, not only at trim. */
 static void destroyed_streams_give_their_cache_back(void **state) {
-  static const char *const configs[] = {NULL, "expandable_segments=false"};
+  static const char *const configs[] = {NULL, "expandable_segments=false", "fast_reuse=true",
+                                        "fast_reuse=true,expandable_segments=false"};
   const size_t n = 12 * MIB; /* over 10 MiB: a carved segment of its own size */
   size_t c;
   (void)state;
-  for (c = 0; c < 2; ++c) {
+  for (c = 0; c < 4; ++c) {
     dao_allocator *a = make(big_place(), configs[c]);
     dao_stream s1 = make_stream(big_place());
     dao_stream s2 = make_stream(big_place()); /* made while s1 lives: another address */
@@ -1665,12 +1698,14 @@ static void assert_mentions_all(const char *msg, const char *const *needles, siz
 static void ladder_releases_cache(void **state) {
   /* reserve_headroom=none: with it the cache would go before the device is
      full (reserve_headroom below), and the ladder would not be needed */
-  static const char *const configs[] = {"reserve_headroom=none", "expandable_segments=false"};
+  static const char *const configs[] = {"reserve_headroom=none", "expandable_segments=false",
+                                        "reserve_headroom=none,fast_reuse=true",
+                                        "expandable_segments=false,fast_reuse=true"};
   size_t c;
   int other_stream;
   (void)state;
-  for (c = 0; c < 2; ++c) {
-    for (other_stream = 1; other_stream >= (c == 1 ? 0 : 1); --other_stream) {
+  for (c = 0; c < 4; ++c) {
+    for (other_stream = 1; other_stream >= (c % 2 == 1 ? 0 : 1); --other_stream) {
       dao_allocator *a = make(small_place(), configs[c]);
       dao_stream sa = NULL;
       void *blocks[12], *large;
@@ -1722,10 +1757,12 @@ static void ladder_releases_cache(void **state) {
    and maps the request at its end; classic segments cannot, and report the
    largest free block. */
 static void ladder_reuses_holes(void **state) {
-  static const char *const configs[] = {"reserve_headroom=none", "expandable_segments=false"};
+  static const char *const configs[] = {"reserve_headroom=none", "expandable_segments=false",
+                                        "reserve_headroom=none,fast_reuse=true",
+                                        "expandable_segments=false,fast_reuse=true"};
   size_t c;
   (void)state;
-  for (c = 0; c < 2; ++c) {
+  for (c = 0; c < 4; ++c) {
     dao_allocator *a = make(small_place(), configs[c]);
     void *blocks[12], *p = NULL;
     int i;
@@ -1733,7 +1770,7 @@ static void ladder_reuses_holes(void **state) {
     for (i = 1; i < 12; i += 2) assert_ok(dao_allocator_free(a, blocks[i]));
     for (i = 0; i < 12; i += 2) dao_test_fill(blocks[i], 512 * KIB, (unsigned)i);
     assert_true(place_free(small_place()) < 4 * MIB);
-    if (c == 0) {
+    if (c % 2 == 0) {
       p = alloc_ok(a, 4 * MIB, NULL);
       assert_int_equal(dao_test_stats(a).alloc_retry_count, 1);
       pattern_fill(p, 4 * MIB, 1);
@@ -1761,10 +1798,11 @@ static void ladder_reuses_holes(void **state) {
 /* More than the device: out of memory, with PyTorch's explanation, counted,
    and the allocator keeps working. */
 static void larger_than_the_device(void **state) {
-  static const char *const configs[] = {NULL, "expandable_segments=false"};
+  static const char *const configs[] = {NULL, "expandable_segments=false", "fast_reuse=true",
+                                        "fast_reuse=true,expandable_segments=false"};
   size_t c;
   (void)state;
-  for (c = 0; c < 2; ++c) {
+  for (c = 0; c < 4; ++c) {
     static const char *const needles[] = {"out of memory",
                                           "tried to allocate 16.0 MiB",
                                           "capacity of 8.0 MiB",
@@ -1890,10 +1928,11 @@ static void check_peaks_reset(dao_allocator *a) {
 }
 
 static void statistics_match_own_counts(void **state) {
-  static const char *const configs[] = {NULL, "expandable_segments=false"};
+  static const char *const configs[] = {NULL, "expandable_segments=false", "fast_reuse=true",
+                                        "fast_reuse=true,expandable_segments=false"};
   size_t c;
   (void)state;
-  for (c = 0; c < 2; ++c) {
+  for (c = 0; c < 4; ++c) {
     dao_allocator *a = make(big_place(), configs[c]);
     dao_stream stream = NULL;
     model *m = (model *)malloc(sizeof *m);
@@ -1903,6 +1942,7 @@ static void statistics_match_own_counts(void **state) {
     snap s;
     assert_non_null(m);
     model_init(m, 0);
+    m->fast_reuse = c >= 2;
     stream = make_stream(big_place());
     /* fresh: all zero */
     for (metric = 0; metric < DAO_STAT_METRIC_COUNT; ++metric)
@@ -1913,7 +1953,7 @@ static void statistics_match_own_counts(void **state) {
         assert_int_equal(z.allocated, 0);
         assert_int_equal(z.freed, 0);
       }
-    run_random(a, m, stream, &rng, 800, 20, c == 0);
+    run_random(a, m, stream, &rng, 800, 20, c % 2 == 0);
 
     /* reset peaks: every peak is its current value */
     assert_ok(dao_allocator_reset_peak_stats(a));
@@ -1924,7 +1964,7 @@ static void statistics_match_own_counts(void **state) {
     s = take_snap(a);
     check_statistics(a, m, &s);
     free_snap(&s);
-    run_random(a, m, stream, &rng, 400, 20, c == 0);
+    run_random(a, m, stream, &rng, 400, 20, c % 2 == 0);
 
     /* reset accumulated: allocated = freed = 0, counters 0, current and
        peak kept */
@@ -1949,7 +1989,7 @@ static void statistics_match_own_counts(void **state) {
     assert_int_equal(st.alloc_retry_count, 0);
     assert_int_equal(st.live_blocks, m->live);
     m->allocs = m->frees = 0;
-    run_random(a, m, stream, &rng, 400, 20, c == 0);
+    run_random(a, m, stream, &rng, 400, 20, c % 2 == 0);
     free_all(a, m);
     s = take_snap(a);
     check_statistics(a, m, &s);
@@ -2545,10 +2585,11 @@ static void snapshot_bad_input(void **state) {
  * ---------------------------------------------------------------------- */
 
 static void trim_gives_back_what_is_unused(void **state) {
-  static const char *const configs[] = {NULL, "expandable_segments=false"};
+  static const char *const configs[] = {NULL, "expandable_segments=false", "fast_reuse=true",
+                                        "fast_reuse=true,expandable_segments=false"};
   size_t c;
   (void)state;
-  for (c = 0; c < 2; ++c) {
+  for (c = 0; c < 4; ++c) {
     dao_allocator *a = make(big_place(), configs[c]);
     /* the 12 MiB block first: in classic mode a segment of its own */
     static const size_t sizes[] = {12 * MIB,  1000,        5000,    300 * KIB,
@@ -2859,6 +2900,82 @@ static void no_caching_gives_memory_back(void **state) {
   destroy(a);
 }
 
+/* fast_reuse=true: a free goes, unmerged, to a list of its size class; the
+   next request of that class gets the same block back. Before the
+   allocator would map more, the recent blocks are merged, so a request
+   that fits only in the merged memory still succeeds without growing or
+   the out-of-memory ladder. Off by default. */
+static void fast_reuse(void **state) {
+  dao_allocator *a = NULL;
+  const char *config = NULL;
+  void *blocks[14], *p, *q, *big;
+  dao_allocator_stats before;
+  snap s;
+  int i;
+  (void)state;
+  a = make(big_place(), NULL);
+  assert_ok(dao_allocator_info(a, NULL, NULL, &config));
+  assert_non_null(strstr(config, "fast_reuse=false"));
+  destroy(a);
+  a = NULL;
+  assert_failure_mentions(dao_allocator_create(big_place(), "caching", "fast_reuse=sometimes", &a),
+                          DAO_ERR_INVALID_ARGUMENT, "fast_reuse");
+  assert_null(a);
+
+  a = make(small_place(), "fast_reuse=true,reserve_headroom=none");
+  assert_ok(dao_allocator_info(a, NULL, NULL, &config));
+  assert_non_null(strstr(config, "fast_reuse=true"));
+  /* 7 MiB of the 8 MiB device in 512 KiB blocks */
+  for (i = 0; i < 14; ++i) {
+    blocks[i] = alloc_ok(a, 512 * KIB, NULL);
+    dao_test_fill(blocks[i], 512 * KIB, (unsigned)i);
+  }
+  /* the same class: the block just freed, at its address; a slightly
+     smaller request may take it too (up to three classes larger) */
+  assert_ok(dao_allocator_free(a, blocks[5]));
+  p = alloc_ok(a, 512 * KIB, NULL);
+  assert_ptr_equal(p, blocks[5]);
+  assert_ok(dao_allocator_free(a, p));
+  q = alloc_ok(a, 480 * KIB, NULL);
+  assert_ptr_equal(q, blocks[5]);
+  assert_int_equal(usable(a, q), 512 * KIB);
+  assert_int_equal(get_stat(a, DAO_STAT_ALLOCATED_BYTES, DAO_STAT_POOL_ALL).current, 7 * MIB);
+  assert_int_equal(get_stat(a, DAO_STAT_REQUESTED_BYTES, DAO_STAT_POOL_ALL).current,
+                   13 * 512 * KIB + 480 * KIB);
+  blocks[5] = q;
+  dao_test_fill(q, 480 * KIB, 5);
+  /* every other block freed: 3.5 MiB in recent lists, unmerged; the data
+     of the others untouched */
+  for (i = 0; i < 14; i += 2) assert_ok(dao_allocator_free(a, blocks[i]));
+  for (i = 1; i < 14; i += 2) {
+    assert_true(dao_test_check(blocks[i], i == 5 ? 480 * KIB : 512 * KIB, (unsigned)i));
+    assert_ok(dao_allocator_free(a, blocks[i]));
+  }
+  /* all free now: one 7 MiB hole, but only once merged */
+  before = dao_test_stats(a);
+  big = alloc_ok(a, 6 * MIB, NULL);
+  pattern_fill(big, 6 * MIB, 3);
+  assert_true(pattern_check(big, 6 * MIB, 3));
+  assert_int_equal(dao_test_stats(a).system_alloc_count, before.system_alloc_count);
+  assert_int_equal(dao_test_stats(a).alloc_retry_count, 0);
+  assert_int_equal(reserved_now(a), (int64_t)before.reserved_bytes); /* nothing mapped */
+  assert_ok(dao_allocator_free(a, big));
+  /* the snapshot shows the memory merged: one free block */
+  s = take_snap(a);
+  assert_int_equal(s.count, 1);
+  assert_int_equal(s.segments[0].info.block_count, 1);
+  assert_int_equal(s.segments[0].blocks[0].state, DAO_BLOCK_FREE);
+  free_snap(&s);
+  assert_int_equal(get_stat(a, DAO_STAT_INACTIVE_SPLIT_BYTES, DAO_STAT_POOL_ALL).current, 0);
+  /* trim gives all of it back, recent lists included */
+  p = alloc_ok(a, MIB, NULL);
+  assert_ok(dao_allocator_free(a, p));
+  assert_ok(dao_allocator_trim(a, NULL));
+  assert_int_equal(reserved_now(a), 0);
+  destroy(a);
+  assert_int_equal(place_free(small_place()), small_baseline);
+}
+
 /* For contrast, without DAO_NO_CACHING a free keeps the memory. */
 static void caching_keeps_memory(void **state) {
   dao_allocator *a = make(big_place(), NULL);
@@ -2932,6 +3049,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test_setup_teardown(random_sequences_expandable, baseline, cleanup),
         cmocka_unit_test_setup_teardown(random_sequences_classic, baseline, cleanup),
         cmocka_unit_test_setup_teardown(random_sequences_other_configs, baseline, cleanup),
+        cmocka_unit_test_setup_teardown(random_sequences_fast_reuse, baseline, cleanup),
         cmocka_unit_test_setup_teardown(rounding_and_pools, baseline, cleanup),
         cmocka_unit_test_setup_teardown(roundup_power2_divisions, baseline, cleanup),
         cmocka_unit_test_setup_teardown(max_split_size, baseline, cleanup),
@@ -2960,6 +3078,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test_setup_teardown(reserve_slack, baseline, cleanup),
         cmocka_unit_test_setup_teardown(reserve_headroom, baseline, cleanup),
         cmocka_unit_test_setup_teardown(caching_keeps_memory, baseline, cleanup),
+        cmocka_unit_test_setup_teardown(fast_reuse, baseline, cleanup),
         cmocka_unit_test(limited_address_space),
     };
     if (getenv("DAO_NO_CACHING") != NULL && strcmp(getenv("DAO_NO_CACHING"), "1") == 0) {

@@ -82,11 +82,12 @@ caching_options caching_options::from_config(config& cfg, const system_resource&
   }
   if (auto v = cfg.take_size("max_pool")) o.max_pool = *v;
   if (auto v = cfg.take_bool("expandable_segments")) o.expandable_segments = *v;
+  if (auto v = cfg.take_bool("fast_reuse")) o.fast_reuse = *v;
   if (auto v = cfg.take_string("reserve_slack")) o.reserve_slack = parse_fraction_or_none(*v, "reserve_slack", ctx);
   if (auto v = cfg.take_string("reserve_headroom")) o.reserve_headroom = parse_fraction_or_none(*v, "reserve_headroom", ctx);
   cfg.reject_unknown({"max_split_size", "max_split_size_mb", "roundup_power2_divisions",
                       "garbage_collection_threshold", "memory_fraction", "max_pool",
-                      "expandable_segments", "reserve_slack", "reserve_headroom"});
+                      "expandable_segments", "reserve_slack", "reserve_headroom", "fast_reuse"});
   if (o.garbage_collection_threshold > 0 && o.memory_fraction == 0 && o.max_pool == 0 &&
       upstream.info().total_bytes == 0) {
     throw invalid_argument(strprintf("%s: garbage_collection_threshold needs a limit: set "
@@ -95,7 +96,7 @@ caching_options caching_options::from_config(config& cfg, const system_resource&
   }
   if (const char* env = std::getenv("DAO_NO_CACHING"); env != nullptr && std::strcmp(env, "1") == 0)
     o.no_caching = true;
-  if (o.no_caching) o.expandable_segments = false;
+  if (o.no_caching) o.expandable_segments = o.fast_reuse = false;
   return o;
 }
 
@@ -103,7 +104,7 @@ std::string caching_strategy::effective_config() const {
   return strprintf(
       "max_split_size=%s,roundup_power2_divisions=%u,garbage_collection_threshold=%s,"
       "memory_fraction=%s,max_pool=%s,expandable_segments=%s,reserve_slack=%s,"
-      "reserve_headroom=%s",
+      "reserve_headroom=%s,fast_reuse=%s",
       options_.max_split_size == SIZE_MAX ? "0" : format_size_exact(options_.max_split_size).c_str(),
       options_.roundup_power2_divisions,
       format_double_exact(options_.garbage_collection_threshold).c_str(),
@@ -111,7 +112,8 @@ std::string caching_strategy::effective_config() const {
       format_size_exact(options_.max_pool).c_str(),
       options_.expandable_segments && granularity_ != 0 ? "true" : "false",
       options_.reserve_slack < 0 ? "none" : format_double_exact(options_.reserve_slack).c_str(),
-      options_.reserve_headroom < 0 ? "none" : format_double_exact(options_.reserve_headroom).c_str());
+      options_.reserve_headroom < 0 ? "none" : format_double_exact(options_.reserve_headroom).c_str(),
+      options_.fast_reuse ? "true" : "false");
 }
 
 // ------------------------------------------------------------ construction
@@ -249,6 +251,7 @@ std::uint32_t caching_strategy::find_pool(dao_stream stream, bool small, std::ui
     p.stream = stream;
     p.small = small;
     std::fill(&p.heads[0][0], &p.heads[0][0] + kFirstLevels * kSecondLevels, kNone);
+    std::fill(p.recent, p.recent + kRecentClasses, kNone);
     it = pool_index_.emplace(key, static_cast<std::uint32_t>(pools_.size() - 1)).first;
   }
   pool& p = pools_[it->second];
@@ -354,6 +357,32 @@ std::uint32_t caching_strategy::find_free(std::uint32_t pool_index, std::size_t 
     std::uint32_t found = first_in_bin(f, s);
     if (found != kNone) return found;
   }
+}
+
+// ------------------------------------------------------------ fast reuse
+
+// Every recent block of the pool goes into the bins, merged with its free
+// neighbours (which may be recent blocks merged before it).
+void caching_strategy::merge_recent(std::uint32_t pool_index) noexcept {
+  pool& p = pools_[pool_index];
+  if (p.recent_count == 0) return;
+  for (std::uint64_t& bits : p.recent_bits) bits = 0;
+  for (std::uint32_t& head : p.recent) {
+    while (head != kNone) {
+      const std::uint32_t i = head;
+      block& b = blocks_[i];
+      head = b.bin_next;
+      b.st = state::free;
+      merge_free(i);
+    }
+  }
+  recent_total_ -= p.recent_count;
+  p.recent_count = 0;
+}
+
+void caching_strategy::merge_all_recent() noexcept {
+  if (recent_total_ == 0) return;
+  for (std::uint32_t i = 0; i < pools_.size(); ++i) merge_recent(i);
 }
 
 // ------------------------------------------------------- upstream memory
@@ -482,6 +511,9 @@ std::size_t caching_strategy::map_ahead(const segment& seg) const noexcept {
 // bytes released.
 std::size_t caching_strategy::release_holes(std::size_t bytes, std::uint32_t keep,
                                             std::uintptr_t keep_from) {
+  // `keep`'s own pool has merged its recent blocks (obtain_block()), so
+  // merging cannot change it.
+  merge_all_recent();
   std::vector<std::uint32_t> holes;
   std::vector<std::int8_t> quiet(pools_.size(), -1);  // settled(pool, false), asked once
   for (const segment& seg : segments_) {
@@ -639,6 +671,19 @@ std::size_t caching_strategy::reserve_budget(std::size_t request) const noexcept
   return budget >= static_cast<double>(SIZE_MAX) ? SIZE_MAX : static_cast<std::size_t>(budget);
 }
 
+// Whether the first `size` bytes of block `index` are mapped.
+bool caching_strategy::backed(std::uint32_t index, std::size_t size) const noexcept {
+  const block& b = blocks_[index];
+  const segment& seg = segments_[b.segment];
+  if (!seg.expandable) return true;
+  const std::size_t lo = b.addr - seg.base, hi = lo + size;
+  if (hi <= seg.mapped_prefix) return true;
+  auto it = seg.mapped.upper_bound(lo);  // the intervals are merged: one must hold it all
+  if (it == seg.mapped.begin()) return false;
+  --it;
+  return it->second >= hi;
+}
+
 void caching_strategy::update_prefix(segment& seg) noexcept {
   auto first = seg.mapped.begin();
   seg.mapped_prefix = first != seg.mapped.end() && first->first == 0 ? first->second : 0;
@@ -744,6 +789,7 @@ void caching_strategy::settle_all() noexcept {
 // (wait: waiting for them; PyTorch's empty_cache synchronizes too). Returns
 // the bytes released.
 std::size_t caching_strategy::release_cached(bool wait, bool dead_streams_only) {
+  merge_all_recent();
   std::size_t released = 0;
   std::vector<std::int8_t> quiet(pools_.size(), -1);  // settled(pool, wait), asked once
   for (std::uint32_t si = 0; si < segments_.size(); ++si) {
@@ -801,6 +847,11 @@ std::uint32_t caching_strategy::obtain_block(std::uint32_t pool_index, std::size
   auto attempt = [&]() -> std::uint32_t {
     try {
       std::uint32_t i = find_free(pool_index, size);
+      if (pools_[pool_index].recent_count != 0 && (i == kNone || !backed(i, size))) {
+        // About to take new memory: merged, the recent blocks may hold it.
+        merge_recent(pool_index);
+        i = find_free(pool_index, size);
+      }
       if (i == kNone) i = new_segment(pool_index, size);
       segment& seg = segments_[blocks_[i].segment];
       if (seg.expandable && blocks_[i].addr - seg.base + size > seg.mapped_prefix)
@@ -832,27 +883,33 @@ std::uint32_t caching_strategy::obtain_block(std::uint32_t pool_index, std::size
 // Splits off what `size` does not need (a free block of its own) and returns
 // `index`, now exactly `size` unless the block may not be split.
 std::uint32_t caching_strategy::carve(std::uint32_t index, std::size_t size) {
-  block& b = blocks_[index];
+  const std::uint32_t rest = split_off(index, size);
+  if (rest != kNone) bin_insert(rest);
+  return index;
+}
+
+// Makes block `index` exactly `size` unless it may not be split; returns the
+// record of the rest (in no list yet), or kNone.
+std::uint32_t caching_strategy::split_off(std::uint32_t index, std::size_t size) noexcept {
+  const block& b = blocks_[index];
   const std::size_t remaining = b.size - size;
   const bool oversize = b.size >= options_.max_split_size && !b.expandable;
-  if (remaining >= kMinBlock && !oversize) {
-    std::uint32_t r = new_record();  // capacity reserved: blocks_ does not move
-    block& rest = blocks_[r];
-    block& cur = blocks_[index];
-    rest.addr = cur.addr + size;
-    rest.size = remaining;
-    rest.stream = cur.stream;
-    rest.pool = cur.pool;
-    rest.segment = cur.segment;
-    rest.expandable = cur.expandable;
-    rest.prev = index;
-    rest.next = cur.next;
-    if (cur.next != kNone) blocks_[cur.next].prev = r;
-    cur.next = r;
-    cur.size = size;
-    bin_insert(r);
-  }
-  return index;
+  if (remaining < kMinBlock || oversize) return kNone;
+  std::uint32_t r = new_record();  // capacity reserved: blocks_ does not move
+  block& rest = blocks_[r];
+  block& cur = blocks_[index];
+  rest.addr = cur.addr + size;
+  rest.size = remaining;
+  rest.stream = cur.stream;
+  rest.pool = cur.pool;
+  rest.segment = cur.segment;
+  rest.expandable = cur.expandable;
+  rest.prev = index;
+  rest.next = cur.next;
+  if (cur.next != kNone) blocks_[cur.next].prev = r;
+  cur.next = r;
+  cur.size = size;
+  return r;
 }
 
 void* caching_strategy::allocate(std::size_t bytes, dao_stream stream) {
@@ -868,20 +925,25 @@ void* caching_strategy::allocate(std::size_t bytes, dao_stream stream) {
   reserve_bookkeeping();
   if (!pending_.empty()) process_events(false);
   const std::uint32_t pi = pool_for(stream, small);
-  const std::uint32_t index = obtain_block(pi, size);
-  bin_remove(index);
-  carve(index, size);
+  std::uint32_t index = options_.fast_reuse ? take_recent(pi, size) : kNone;
+  if (index == kNone) {
+    index = obtain_block(pi, size);
+    bin_remove(index);
+    carve(index, size);
+  }
   block& b = blocks_[index];
   b.st = state::allocated;
   b.requested = bytes;
+  // Statistics count blocks by their size (a recent block may be larger).
+  const bool small_block = b.size <= kSmallSize;
   unpoison(b.addr, b.size);  // all of it: usable_size() promises it
   live_.insert(b.addr, index);
-  count_up(DAO_STAT_ALLOCATED_BYTES, small, static_cast<std::int64_t>(b.size));
-  count_up(DAO_STAT_ALLOCATED_BLOCKS, small, 1);
-  count_up(DAO_STAT_REQUESTED_BYTES, small, static_cast<std::int64_t>(bytes));
+  count_up(DAO_STAT_ALLOCATED_BYTES, small_block, static_cast<std::int64_t>(b.size));
+  count_up(DAO_STAT_ALLOCATED_BLOCKS, small_block, 1);
+  count_up(DAO_STAT_REQUESTED_BYTES, small_block, static_cast<std::int64_t>(bytes));
   if (active_tracked_) {
-    count_up(DAO_STAT_ACTIVE_BYTES, small, static_cast<std::int64_t>(b.size));
-    count_up(DAO_STAT_ACTIVE_BLOCKS, small, 1);
+    count_up(DAO_STAT_ACTIVE_BYTES, small_block, static_cast<std::int64_t>(b.size));
+    count_up(DAO_STAT_ACTIVE_BLOCKS, small_block, 1);
   }
   ++counters_.alloc_count;
   return reinterpret_cast<void*>(b.addr);
@@ -897,14 +959,32 @@ void caching_strategy::deallocate(void* p) {
         "(allocated elsewhere, already freed, or not the start of a block)",
         place_to_string(upstream().place()).c_str(), p));
   }
+  // Events first: if recording fails, nothing has changed.
+  const std::size_t queued = blocks_[index].has_uses ? record_uses(index) : 0;
   block& b = blocks_[index];
   const bool small = b.size <= kSmallSize;
-  // Events first: if recording fails, nothing has changed.
+  count_down(DAO_STAT_ALLOCATED_BYTES, small, static_cast<std::int64_t>(b.size));
+  count_down(DAO_STAT_ALLOCATED_BLOCKS, small, 1);
+  count_down(DAO_STAT_REQUESTED_BYTES, small, static_cast<std::int64_t>(b.requested));
+  ++counters_.free_count;
+  b.requested = 0;
+  if (queued > 0) {
+    // Reused only once the other streams' work up to now has run.
+    b.st = state::pending;
+    b.event_count = static_cast<std::uint16_t>(queued);
+    return;
+  }
+  free_block(index);
+}
+
+// A block used on other streams (record_stream) and just freed: records an
+// event on each of them, and forgets the uses. Returns how many were
+// recorded. On failure nothing has changed: the block is live again.
+std::size_t caching_strategy::record_uses(std::uint32_t index) {
+  const std::uintptr_t addr = blocks_[index].addr;
   std::size_t queued = 0;
   try {
-    static const std::vector<dao_stream> none;
-    const std::vector<dao_stream>& uses = b.has_uses ? uses_.at(index) : none;
-    for (dao_stream other : uses) {
+    for (dao_stream other : uses_.at(index)) {
       std::unique_ptr<event_impl> event;
       if (!spare_events_.empty()) {
         event = std::move(spare_events_.back());
@@ -922,22 +1002,9 @@ void caching_strategy::deallocate(void* p) {
     throw;
   }
   if (queued > 0) track_active();  // before allocated and active part
-  count_down(DAO_STAT_ALLOCATED_BYTES, small, static_cast<std::int64_t>(b.size));
-  count_down(DAO_STAT_ALLOCATED_BLOCKS, small, 1);
-  count_down(DAO_STAT_REQUESTED_BYTES, small, static_cast<std::int64_t>(b.requested));
-  ++counters_.free_count;
-  b.requested = 0;
-  if (b.has_uses) {
-    uses_.erase(index);
-    b.has_uses = false;
-  }
-  if (queued > 0) {
-    // Reused only once the other streams' work up to now has run.
-    b.st = state::pending;
-    b.event_count = static_cast<std::uint16_t>(queued);
-    return;
-  }
-  free_block(index);
+  uses_.erase(index);
+  blocks_[index].has_uses = false;
+  return queued;
 }
 
 void caching_strategy::free_block(std::uint32_t index) noexcept {
@@ -947,12 +1014,21 @@ void caching_strategy::free_block(std::uint32_t index) noexcept {
     count_down(DAO_STAT_ACTIVE_BYTES, small, static_cast<std::int64_t>(b.size));
     count_down(DAO_STAT_ACTIVE_BLOCKS, small, 1);
   }
-  b.st = state::free;
   // Only blocks of the default stream: work queued on a block's own stream
   // before its free may still use it (the free is stream-ordered).
   if (b.stream == nullptr) poison(b.addr, b.size);
-  segment& seg = segments_[b.segment];
-  const std::uint32_t before = b.prev;
+  if (options_.fast_reuse) {
+    push_recent(index);
+    return;
+  }
+  b.st = state::free;
+  merge_free(index);
+}
+
+// Merges free block `index` with its free neighbours in bins and bins it.
+void caching_strategy::merge_free(std::uint32_t index) noexcept {
+  segment& seg = segments_[blocks_[index].segment];
+  const std::uint32_t before = blocks_[index].prev;
   if (before != kNone && in_bin_[before]) {
     bin_remove(before);
     block& cur = blocks_[index];
@@ -1086,6 +1162,7 @@ allocator_counters caching_strategy::counters() const {
 // The largest block servable without new memory: free blocks, counting in
 // expandable segments only their mapped runs.
 std::size_t caching_strategy::largest_free_block() const noexcept {
+  merge_all_recent();
   std::size_t largest = 0;
   for (const segment& seg : segments_) {
     if (!seg.live) continue;
@@ -1119,6 +1196,9 @@ void caching_strategy::track_active() noexcept {
 
 bool caching_strategy::stat(int metric, int pool_kind, dao_stat& out) const {
   std::lock_guard<fast_mutex> lock(mutex_);
+  // Recent blocks count as inactive split once merged (see fast reuse).
+  if (metric == DAO_STAT_INACTIVE_SPLIT_BYTES || metric == DAO_STAT_INACTIVE_SPLIT_BLOCKS)
+    merge_all_recent();
   if (!active_tracked_ && metric == DAO_STAT_ACTIVE_BYTES) metric = DAO_STAT_ALLOCATED_BYTES;
   if (!active_tracked_ && metric == DAO_STAT_ACTIVE_BLOCKS) metric = DAO_STAT_ALLOCATED_BLOCKS;
   const stat_value& s = stats_[metric][pool_kind];
@@ -1141,6 +1221,7 @@ void caching_strategy::reset_accumulated() {
 
 std::unique_ptr<dao_snapshot> caching_strategy::snapshot() const {
   std::lock_guard<fast_mutex> lock(mutex_);
+  merge_all_recent();  // the blocks as they would be with every free merged
   auto snap = std::make_unique<dao_snapshot>();
   std::vector<std::uint32_t> order;
   for (std::uint32_t i = 0; i < segments_.size(); ++i)

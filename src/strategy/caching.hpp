@@ -16,6 +16,10 @@
 // small requests, 20 MiB for 1-10 MiB, larger ones rounded to 2 MiB, and
 // segments of exactly the rounded size when a device has no room for more.
 //
+// With fast_reuse, a freed block first waits unmerged in a list of its size
+// class and serves the next request of that class at once; merging waits
+// until the allocator would take new memory (see push_recent()).
+//
 // Free blocks sit in segregated bins (two-level, 32 per power of two, with
 // bitmaps of non-empty bins), so finding the best-fitting block takes a
 // bitmap search and a short scan, not a tree walk.
@@ -54,6 +58,8 @@ struct caching_options {
                                            // the peak in use (since the last peak
                                            // reset) before cached pages go; < 0: never
   bool no_caching = false;                 // DAO_NO_CACHING=1: every free goes back
+  bool fast_reuse = false;                 // freed blocks wait unmerged in size-class
+                                           // lists, merged before memory would grow
 
   static caching_options from_config(config& cfg, const system_resource& upstream);
 };
@@ -87,8 +93,16 @@ class caching_strategy final : public strategy {
   static constexpr std::size_t kSmallSize = std::size_t(1) << 20;  // small pool: <= 1 MiB
   static constexpr int kFirstLevels = 52;
   static constexpr int kSecondLevels = 32;
+  // Fast reuse: 16 size classes per power of two (pairs of bins).
+  static constexpr int kRecentPerLevel = kSecondLevels / 2;
+  static constexpr int kRecentClasses = kFirstLevels * kRecentPerLevel;
+  // A request may take a recent block up to this many classes larger (so at
+  // most 1/4 larger than it needs): beyond, it goes to the bins.
+  static constexpr int kRecentSlackClasses = 3;
 
-  enum class state : std::uint8_t { free, allocated, pending };
+  // recent: freed, not yet merged with its neighbours (fast reuse); free
+  // for the statistics and to its user, but in no bin.
+  enum class state : std::uint8_t { free, allocated, pending, recent };
 
   // One cache line: the hot paths touch several records per call.
   struct alignas(64) block {
@@ -132,6 +146,11 @@ class caching_strategy final : public strategy {
     std::uint32_t second_level[kFirstLevels] = {};
     std::uint32_t heads[kFirstLevels][kSecondLevels];
     std::vector<std::uint32_t> segments;
+    // Fast reuse: blocks freed and not merged yet, a last-in first-out list
+    // per size class (linked through bin_next).
+    std::uint32_t recent_count = 0;
+    std::uint32_t recent[kRecentClasses];
+    std::uint64_t recent_bits[(kRecentClasses + 63) / 64] = {};  // non-empty lists
   };
 
   struct pending_free {
@@ -170,6 +189,65 @@ class caching_strategy final : public strategy {
   std::uint32_t find_free(std::uint32_t pool_index, std::size_t size) noexcept;
   bool fits(const block& b, std::size_t size) const noexcept;
 
+  // Fast reuse (deferred merging): a freed block goes to its pool's list of
+  // its size class, unmerged, and the next request of that class takes it
+  // back at once, at the same address (whose memory is still in the CPU's
+  // caches). Merging waits until the pool would take new memory, and until
+  // anything that reads or gives back the free memory (trim, snapshot,
+  // garbage collection, the out-of-memory ladder): then fragmentation is
+  // what it would have been with every free merged at once.
+  static int recent_class(std::size_t size) noexcept {
+    int fl, sl;
+    bin_of(size, fl, sl);
+    return fl * kRecentPerLevel + sl / 2;
+  }
+  // Inline: the whole of a fast allocation or free.
+  void push_recent(std::uint32_t index) noexcept {
+    block& b = blocks_[index];
+    pool& p = pools_[b.pool];
+    const int c = recent_class(b.size);
+    b.st = state::recent;
+    b.bin_next = p.recent[c];
+    p.recent[c] = index;
+    p.recent_bits[c / 64] |= std::uint64_t(1) << (c % 64);
+    ++p.recent_count;
+    ++recent_total_;
+  }
+
+  // The last block freed in the request's size class when it is large
+  // enough, else the last one of the first non-empty class of the next
+  // kRecentSlackClasses, handed out whole: splitting it would cost what
+  // fast reuse saves. A miss goes to the bins, which are exact.
+  std::uint32_t take_recent(std::uint32_t pool_index, std::size_t size) noexcept {
+    pool& p = pools_[pool_index];
+    if (p.recent_count == 0) return kNone;
+    int c = recent_class(size);
+    std::uint32_t i = p.recent[c];
+    if (i == kNone || !fits(blocks_[i], size)) {
+      // Every block of the classes above fits: the first non-empty one, from
+      // the bitmap (no record is read for the classes that are empty).
+      int k = 1;
+      for (; k <= kRecentSlackClasses; ++k)
+        if (c + k < kRecentClasses && (p.recent_bits[(c + k) / 64] >> ((c + k) % 64) & 1)) break;
+      if (k > kRecentSlackClasses) return kNone;
+      c += k;
+      i = p.recent[c];
+      if (!fits(blocks_[i], size)) return kNone;  // oversize (max_split_size)
+    }
+    block& b = blocks_[i];
+    p.recent[c] = b.bin_next;
+    p.recent_bits[c / 64] &= ~(static_cast<std::uint64_t>(b.bin_next == kNone) << (c % 64));
+    b.bin_next = kNone;
+    --p.recent_count;
+    --recent_total_;
+    return i;
+  }
+  void merge_recent(std::uint32_t pool_index) noexcept;
+  void merge_all_recent() noexcept;
+  // For the const readers (snapshot, counters): merging changes how the
+  // free memory is recorded, not what is free.
+  void merge_all_recent() const noexcept { const_cast<caching_strategy*>(this)->merge_all_recent(); }
+
   // memory from the upstream
   std::uint32_t new_segment(std::uint32_t pool_index, std::size_t size);
   std::uint32_t add_segment(std::uint32_t pool_index, std::uintptr_t base, std::size_t size,
@@ -179,6 +257,7 @@ class caching_strategy final : public strategy {
   std::size_t release_holes(std::size_t bytes, std::uint32_t keep, std::uintptr_t keep_from);
   std::size_t reserve_budget(std::size_t request) const noexcept;
   std::size_t map_ahead(const segment& seg) const noexcept;
+  bool backed(std::uint32_t index, std::size_t size) const noexcept;
   static void update_prefix(segment& seg) noexcept;
   // Memory freed on a stream may still be used by work queued there before
   // the free (stream-ordered free): before it goes back to the upstream,
@@ -199,7 +278,10 @@ class caching_strategy final : public strategy {
   // the allocation path
   std::uint32_t obtain_block(std::uint32_t pool_index, std::size_t size);
   std::uint32_t carve(std::uint32_t index, std::size_t size);
+  std::uint32_t split_off(std::uint32_t index, std::size_t size) noexcept;
   void free_block(std::uint32_t index) noexcept;
+  std::size_t record_uses(std::uint32_t index);
+  void merge_free(std::uint32_t index) noexcept;
   void process_events(bool wait);
   out_of_memory oom(std::size_t bytes, const char* why) const;
   void check_stream_place(dao_stream stream, const char* function) const;
@@ -282,6 +364,7 @@ class caching_strategy final : public strategy {
   // (record_stream): until then the active statistics are not kept apart,
   // which saves the hot paths four updates.
   bool active_tracked_ = false;
+  std::uint64_t recent_total_ = 0;  // blocks in all pools' recent lists
   allocator_counters counters_;  // counts and the summary of stats_
 };
 

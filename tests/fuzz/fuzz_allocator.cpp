@@ -389,10 +389,11 @@ class machine {
         {"expandable_segments", "true", "false", "1", "off", "maybe"},
         {"reserve_slack", "none", "0", "0.5", "2", "-1"},
         {"reserve_headroom", "none", "0", "0.1", "1", "x"},
+        {"fast_reuse", "true", "false", "1", "on", "often"},
     };
     std::string out;
     limited = false;
-    const int nkeys = strategy == kBuddy ? 4 : strategy == kCaching ? 8 : 0;
+    const int nkeys = strategy == kBuddy ? 4 : strategy == kCaching ? 9 : 0;
     for (int k = 0; k < nkeys; ++k) {
       if (!in_.ConsumeBool()) continue;
       const char* const* row = strategy == kBuddy ? buddy_keys[k] : caching_keys[k];

@@ -45,7 +45,8 @@ const char* const kStrategies[3] = {"buddy", "caching", "system"};
 const std::vector<std::string> kEffectiveKeys[3] = {
     {"min_block", "chunk_size", "max_pool", "initial_pool"},
     {"max_split_size", "roundup_power2_divisions", "garbage_collection_threshold",
-     "memory_fraction", "max_pool", "expandable_segments", "reserve_slack", "reserve_headroom"},
+     "memory_fraction", "max_pool", "expandable_segments", "reserve_slack", "reserve_headroom",
+     "fast_reuse"},
     {}};
 
 enum class kind { size, number, boolean, none_or_number };
@@ -54,7 +55,7 @@ kind kind_of(const std::string& key) {
   if (key == "roundup_power2_divisions" || key == "garbage_collection_threshold" ||
       key == "memory_fraction" || key == "max_split_size_mb")
     return kind::number;
-  if (key == "expandable_segments") return kind::boolean;
+  if (key == "expandable_segments" || key == "fast_reuse") return kind::boolean;
   if (key == "reserve_slack" || key == "reserve_headroom") return kind::none_or_number;
   return kind::size;
 }
