@@ -2922,9 +2922,16 @@ static void fast_reuse(void **state) {
                           DAO_ERR_INVALID_ARGUMENT, "fast_reuse");
   assert_null(a);
 
-  a = make(small_place(), "fast_reuse=true,reserve_headroom=none");
+  /* fast reuse takes no headroom unless asked for one */
+  a = make(big_place(), "fast_reuse=true,reserve_headroom=0.1");
+  assert_ok(dao_allocator_info(a, NULL, NULL, &config));
+  assert_non_null(strstr(config, "reserve_headroom=0.1"));
+  destroy(a);
+
+  a = make(small_place(), "fast_reuse=true");
   assert_ok(dao_allocator_info(a, NULL, NULL, &config));
   assert_non_null(strstr(config, "fast_reuse=true"));
+  assert_non_null(strstr(config, "reserve_headroom=none"));
   /* 7 MiB of the 8 MiB device in 512 KiB blocks */
   for (i = 0; i < 14; ++i) {
     blocks[i] = alloc_ok(a, 512 * KIB, NULL);

@@ -148,7 +148,6 @@ class caching_strategy final : public strategy {
     std::vector<std::uint32_t> segments;
     // Fast reuse: blocks freed and not merged yet, a last-in first-out list
     // per size class (linked through bin_next).
-    std::uint32_t recent_count = 0;
     std::uint32_t recent[kRecentClasses];
     std::uint64_t recent_bits[(kRecentClasses + 63) / 64] = {};  // non-empty lists
   };
@@ -210,8 +209,6 @@ class caching_strategy final : public strategy {
     b.bin_next = p.recent[c];
     p.recent[c] = index;
     p.recent_bits[c / 64] |= std::uint64_t(1) << (c % 64);
-    ++p.recent_count;
-    ++recent_total_;
   }
 
   // The last block freed in the request's size class when it is large
@@ -220,7 +217,6 @@ class caching_strategy final : public strategy {
   // fast reuse saves. A miss goes to the bins, which are exact.
   std::uint32_t take_recent(std::uint32_t pool_index, std::size_t size) noexcept {
     pool& p = pools_[pool_index];
-    if (p.recent_count == 0) return kNone;
     int c = recent_class(size);
     std::uint32_t i = p.recent[c];
     if (i == kNone || !fits(blocks_[i], size)) {
@@ -238,9 +234,12 @@ class caching_strategy final : public strategy {
     p.recent[c] = b.bin_next;
     p.recent_bits[c / 64] &= ~(static_cast<std::uint64_t>(b.bin_next == kNone) << (c % 64));
     b.bin_next = kNone;
-    --p.recent_count;
-    --recent_total_;
     return i;
+  }
+  static bool has_recent(const pool& p) noexcept {
+    std::uint64_t any = 0;
+    for (std::uint64_t bits : p.recent_bits) any |= bits;
+    return any != 0;
   }
   void merge_recent(std::uint32_t pool_index) noexcept;
   void merge_all_recent() noexcept;
@@ -364,7 +363,6 @@ class caching_strategy final : public strategy {
   // (record_stream): until then the active statistics are not kept apart,
   // which saves the hot paths four updates.
   bool active_tracked_ = false;
-  std::uint64_t recent_total_ = 0;  // blocks in all pools' recent lists
   allocator_counters counters_;  // counts and the summary of stats_
 };
 
