@@ -2940,6 +2940,17 @@ static void fast_reuse(void **state) {
   /* the same class: the block just freed, at its address; a slightly
      smaller request may take it too (up to three classes larger) */
   assert_ok(dao_allocator_free(a, blocks[5]));
+  {
+    /* a recent block is not live: freeing or asking about it again is a bad
+       pointer, and changes nothing */
+    size_t size = 0;
+    dao_stream other = make_stream(small_place());
+    assert_status(dao_allocator_free(a, blocks[5]), DAO_ERR_INVALID_POINTER);
+    assert_status(dao_allocator_usable_size(a, blocks[5], &size), DAO_ERR_INVALID_POINTER);
+    assert_status(dao_allocator_record_stream(a, blocks[5], other), DAO_ERR_INVALID_POINTER);
+    assert_int_equal(dao_test_stats(a).live_blocks, 13);
+    drop_stream(other);
+  }
   p = alloc_ok(a, 512 * KIB, NULL);
   assert_ptr_equal(p, blocks[5]);
   assert_ok(dao_allocator_free(a, p));

@@ -378,6 +378,7 @@ void caching_strategy::merge_recent(std::uint32_t pool_index) noexcept {
         block& b = blocks_[i];
         head = b.bin_next;
         b.st = state::free;
+        live_.take(b.addr);
         merge_free(i);
       }
     }
@@ -408,7 +409,7 @@ std::size_t caching_strategy::limit() const noexcept {
 
 bool caching_strategy::within_limit(std::size_t extra) const noexcept {
   std::size_t cap = limit();
-  auto reserved = static_cast<std::size_t>(stats_[DAO_STAT_RESERVED_BYTES][DAO_STAT_POOL_ALL].current);
+  auto reserved = static_cast<std::size_t>(stats_[DAO_STAT_RESERVED_BYTES].total());
   return cap == 0 || (extra <= cap && reserved <= cap - extra);
 }
 
@@ -549,7 +550,7 @@ std::size_t caching_strategy::release_holes(std::size_t bytes, std::uint32_t kee
   // Less than a large page short, where that is within 1/64 of what is
   // reserved: close enough to the budget not to split a large page for it.
   const auto reserved =
-      static_cast<std::size_t>(stats_[DAO_STAT_RESERVED_BYTES][DAO_STAT_POOL_ALL].current);
+      static_cast<std::size_t>(stats_[DAO_STAT_RESERVED_BYTES].total());
   const std::size_t close_enough =
       large_page_ != 0 && bytes != SIZE_MAX && large_page_ <= reserved / 64 ? large_page_ : 0;
   for (std::size_t unit : {large_page_, granularity_}) {
@@ -607,7 +608,7 @@ void caching_strategy::ensure_mapped(segment& seg, std::uintptr_t start, std::si
   }
   const std::size_t budget = reserve_budget(bytes);
   const auto reserved =
-      static_cast<std::size_t>(stats_[DAO_STAT_RESERVED_BYTES][DAO_STAT_POOL_ALL].current);
+      static_cast<std::size_t>(stats_[DAO_STAT_RESERVED_BYTES].total());
   // Over the budget: first map no look-ahead, then give back cached pages.
   if (reserved + total > budget && ahead > 0) {
     gaps[n - 1][1] -= ahead;
@@ -665,7 +666,7 @@ void caching_strategy::ensure_mapped(segment& seg, std::uintptr_t start, std::si
 // request, and (1 + reserve_headroom) times the peak of memory in use.
 std::size_t caching_strategy::reserve_budget(std::size_t request) const noexcept {
   if (options_.no_caching) return SIZE_MAX;
-  const stat_value& allocated = stats_[DAO_STAT_ALLOCATED_BYTES][DAO_STAT_POOL_ALL];
+  const stat_value allocated = stats_[DAO_STAT_ALLOCATED_BYTES].get(DAO_STAT_POOL_ALL);
   const auto in_use = static_cast<double>(allocated.current) + static_cast<double>(request);
   double budget = static_cast<double>(SIZE_MAX);
   if (options_.reserve_slack >= 0) budget = in_use * (1 + options_.reserve_slack);
@@ -837,7 +838,7 @@ void caching_strategy::collect_garbage(std::uint32_t keep) {
     }
   }
   if (cap == 0) return;
-  auto reserved = static_cast<double>(stats_[DAO_STAT_RESERVED_BYTES][DAO_STAT_POOL_ALL].current);
+  auto reserved = static_cast<double>(stats_[DAO_STAT_RESERVED_BYTES].total());
   if (reserved <= options_.garbage_collection_threshold * static_cast<double>(cap)) return;
   if (granularity_ != 0) release_holes(SIZE_MAX, keep, UINTPTR_MAX);
   else release_cached(false);
@@ -931,7 +932,8 @@ void* caching_strategy::allocate(std::size_t bytes, dao_stream stream) {
   if (!pending_.empty()) process_events(false);
   const std::uint32_t pi = pool_for(stream, small);
   std::uint32_t index = options_.fast_reuse ? take_recent(pi, size) : kNone;
-  if (index == kNone) {
+  const bool recent = index != kNone;  // still in the map
+  if (!recent) {
     index = obtain_block(pi, size);
     bin_remove(index);
     carve(index, size);
@@ -942,7 +944,7 @@ void* caching_strategy::allocate(std::size_t bytes, dao_stream stream) {
   // Statistics count blocks by their size (a recent block may be larger).
   const bool small_block = b.size <= kSmallSize;
   unpoison(b.addr, b.size);  // all of it: usable_size() promises it
-  live_.insert(b.addr, index);
+  if (!recent) live_.insert(b.addr, index);  // room reserved
   count_up(DAO_STAT_ALLOCATED_BYTES, small_block, static_cast<std::int64_t>(b.size));
   count_up(DAO_STAT_ALLOCATED_BLOCKS, small_block, 1);
   count_up(DAO_STAT_REQUESTED_BYTES, small_block, static_cast<std::int64_t>(bytes));
@@ -957,8 +959,10 @@ void* caching_strategy::allocate(std::size_t bytes, dao_stream stream) {
 void caching_strategy::deallocate(void* p) {
   const auto addr = reinterpret_cast<std::uintptr_t>(p);
   std::lock_guard<fast_mutex> lock(mutex_);
-  const std::uint32_t index = live_.take(addr);
-  if (index == pointer_map::npos) {
+  // With fast reuse a block keeps its map entry until it is merged: a
+  // recent block taken again needs no new one.
+  const std::uint32_t index = options_.fast_reuse ? live_.find(addr) : live_.take(addr);
+  if (index == pointer_map::npos || blocks_[index].st != state::allocated) {
     throw invalid_pointer(strprintf(
         "caching allocator on %s: pointer %p is not a live allocation of this allocator "
         "(allocated elsewhere, already freed, or not the start of a block)",
@@ -977,6 +981,11 @@ void caching_strategy::deallocate(void* p) {
     // Reused only once the other streams' work up to now has run.
     b.st = state::pending;
     b.event_count = static_cast<std::uint16_t>(queued);
+    return;
+  }
+  if (options_.fast_reuse && !active_tracked_) {  // free_block()'s fast case, inline
+    if (b.stream == nullptr) poison(b.addr, b.size);
+    push_recent(index);
     return;
   }
   free_block(index);
@@ -1003,7 +1012,7 @@ std::size_t caching_strategy::record_uses(std::uint32_t index) {
     }
   } catch (...) {
     for (; queued > 0; --queued) pending_.pop_back();
-    live_.insert(addr, index);  // the slot it left is free: cannot fail
+    if (!options_.fast_reuse) live_.insert(addr, index);  // the slot it left is free: cannot fail
     throw;
   }
   if (queued > 0) track_active();  // before allocated and active part
@@ -1080,17 +1089,24 @@ void caching_strategy::process_events(bool wait) {
 
 void caching_strategy::record_stream(void* p, dao_stream stream) {
   std::lock_guard<fast_mutex> lock(mutex_);
-  const std::uint32_t index = live_.find(reinterpret_cast<std::uintptr_t>(p));
-  if (index == pointer_map::npos) {
-    throw invalid_pointer(strprintf("caching allocator on %s: pointer %p is not a live allocation",
-                                    place_to_string(upstream().place()).c_str(), p));
-  }
+  const std::uint32_t index = find_live(p);
   block& b = blocks_[index];
   if (stream == nullptr || stream == b.stream) return;
   check_stream_place(stream, "dao_allocator_record_stream");
   std::vector<dao_stream>& uses = uses_[index];
   if (std::find(uses.begin(), uses.end(), stream) == uses.end()) uses.push_back(stream);
   b.has_uses = true;
+}
+
+// The record of live allocation `p`; throws invalid_pointer if there is none.
+// With fast reuse, the map also holds freed blocks not merged yet.
+std::uint32_t caching_strategy::find_live(const void* p) const {
+  const std::uint32_t index = live_.find(reinterpret_cast<std::uintptr_t>(p));
+  if (index == pointer_map::npos || blocks_[index].st != state::allocated) {
+    throw invalid_pointer(strprintf("caching allocator on %s: pointer %p is not a live allocation",
+                                    place_to_string(upstream().place()).c_str(), p));
+  }
+  return index;
 }
 
 // Only streams of the allocator's own place order its memory.
@@ -1106,12 +1122,7 @@ void caching_strategy::check_stream_place(dao_stream stream, const char* functio
 
 std::size_t caching_strategy::usable_size(const void* p) const {
   std::lock_guard<fast_mutex> lock(mutex_);
-  const std::uint32_t index = live_.find(reinterpret_cast<std::uintptr_t>(p));
-  if (index == pointer_map::npos) {
-    throw invalid_pointer(strprintf("caching allocator on %s: pointer %p is not a live allocation",
-                                    place_to_string(upstream().place()).c_str(), p));
-  }
-  return blocks_[index].size;
+  return blocks_[find_live(p)].size;
 }
 
 std::size_t caching_strategy::trim() {
@@ -1128,9 +1139,9 @@ out_of_memory caching_strategy::oom(std::size_t bytes, const char* why) const {
   }
   const std::string place = place_to_string(upstream().place());
   const auto allocated =
-      static_cast<std::size_t>(stats_[DAO_STAT_ALLOCATED_BYTES][DAO_STAT_POOL_ALL].current);
+      static_cast<std::size_t>(stats_[DAO_STAT_ALLOCATED_BYTES].total());
   const auto reserved =
-      static_cast<std::size_t>(stats_[DAO_STAT_RESERVED_BYTES][DAO_STAT_POOL_ALL].current);
+      static_cast<std::size_t>(stats_[DAO_STAT_RESERVED_BYTES].total());
   const std::size_t cap = limit();
   const std::size_t cached = reserved - std::min(reserved, allocated);
   // Advice only where it can help: fragmentation in classic segments.
@@ -1154,11 +1165,11 @@ out_of_memory caching_strategy::oom(std::size_t bytes, const char* why) const {
 allocator_counters caching_strategy::counters() const {
   std::lock_guard<fast_mutex> lock(mutex_);
   allocator_counters c = counters_;
-  c.allocated_bytes_stat = stats_[DAO_STAT_ALLOCATED_BYTES][DAO_STAT_POOL_ALL];
-  c.allocated_blocks_stat = stats_[DAO_STAT_ALLOCATED_BLOCKS][DAO_STAT_POOL_ALL];
-  c.reserved_bytes_stat = stats_[DAO_STAT_RESERVED_BYTES][DAO_STAT_POOL_ALL];
-  c.reserved_segments_stat = stats_[DAO_STAT_RESERVED_SEGMENTS][DAO_STAT_POOL_ALL];
-  c.requested_bytes_stat = stats_[DAO_STAT_REQUESTED_BYTES][DAO_STAT_POOL_ALL];
+  c.allocated_bytes_stat = stats_[DAO_STAT_ALLOCATED_BYTES].get(DAO_STAT_POOL_ALL);
+  c.allocated_blocks_stat = stats_[DAO_STAT_ALLOCATED_BLOCKS].get(DAO_STAT_POOL_ALL);
+  c.reserved_bytes_stat = stats_[DAO_STAT_RESERVED_BYTES].get(DAO_STAT_POOL_ALL);
+  c.reserved_segments_stat = stats_[DAO_STAT_RESERVED_SEGMENTS].get(DAO_STAT_POOL_ALL);
+  c.requested_bytes_stat = stats_[DAO_STAT_REQUESTED_BYTES].get(DAO_STAT_POOL_ALL);
   c.refresh();
   c.largest_free_block = largest_free_block();
   return c;
@@ -1192,10 +1203,8 @@ std::size_t caching_strategy::largest_free_block() const noexcept {
 // allocated ones; until then both statistics are the same in every field.
 void caching_strategy::track_active() noexcept {
   if (active_tracked_) return;
-  for (int pool_kind = 0; pool_kind < DAO_STAT_POOL_COUNT; ++pool_kind) {
-    stats_[DAO_STAT_ACTIVE_BYTES][pool_kind] = stats_[DAO_STAT_ALLOCATED_BYTES][pool_kind];
-    stats_[DAO_STAT_ACTIVE_BLOCKS][pool_kind] = stats_[DAO_STAT_ALLOCATED_BLOCKS][pool_kind];
-  }
+  stats_[DAO_STAT_ACTIVE_BYTES] = stats_[DAO_STAT_ALLOCATED_BYTES];
+  stats_[DAO_STAT_ACTIVE_BLOCKS] = stats_[DAO_STAT_ALLOCATED_BLOCKS];
   active_tracked_ = true;
 }
 
@@ -1206,21 +1215,19 @@ bool caching_strategy::stat(int metric, int pool_kind, dao_stat& out) const {
     merge_all_recent();
   if (!active_tracked_ && metric == DAO_STAT_ACTIVE_BYTES) metric = DAO_STAT_ALLOCATED_BYTES;
   if (!active_tracked_ && metric == DAO_STAT_ACTIVE_BLOCKS) metric = DAO_STAT_ALLOCATED_BLOCKS;
-  const stat_value& s = stats_[metric][pool_kind];
+  const stat_value s = stats_[metric].get(pool_kind);
   out = dao_stat{s.current, s.peak, s.allocated, s.freed};
   return true;
 }
 
 void caching_strategy::reset_peaks() {
   std::lock_guard<fast_mutex> lock(mutex_);
-  for (auto& row : stats_)
-    for (stat_value& s : row) s.reset_peak();
+  for (pooled_stat& s : stats_) s.reset_peak();
 }
 
 void caching_strategy::reset_accumulated() {
   std::lock_guard<fast_mutex> lock(mutex_);
-  for (auto& row : stats_)
-    for (stat_value& s : row) s.reset_accumulated();
+  for (pooled_stat& s : stats_) s.reset_accumulated();
   counters_.reset_accumulated();
 }
 

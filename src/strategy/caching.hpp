@@ -284,20 +284,50 @@ class caching_strategy final : public strategy {
   void process_events(bool wait);
   out_of_memory oom(std::size_t bytes, const char* why) const;
   void check_stream_place(dao_stream stream, const char* function) const;
+  std::uint32_t find_live(const void* p) const;
 
   // statistics
   // Adds `amount` to (or takes it from) a metric of the pool (small or
   // large) and of the whole.
   void count_up(int metric, bool small, std::int64_t amount) noexcept {
-    stat_value* row = stats_[metric];
-    row[DAO_STAT_POOL_ALL].up(amount);
-    row[small ? DAO_STAT_POOL_SMALL : DAO_STAT_POOL_LARGE].up(amount);
+    stats_[metric].up(small, amount);
   }
   void count_down(int metric, bool small, std::int64_t amount) noexcept {
-    stat_value* row = stats_[metric];
-    row[DAO_STAT_POOL_ALL].down(amount);
-    row[small ? DAO_STAT_POOL_SMALL : DAO_STAT_POOL_LARGE].down(amount);
+    stats_[metric].down(small, amount);
   }
+  // A metric kept for the small and the large pool; of the total only the
+  // peak is kept, the rest is their sum (half the updates on the hot paths).
+  struct pooled_stat {
+    stat_value part[2];  // [0] large, [1] small
+    std::int64_t total_peak = 0;
+
+    void up(bool small, std::int64_t amount) noexcept {
+      part[small].up(amount);
+      const std::int64_t total = part[0].current + part[1].current;
+      total_peak = total > total_peak ? total : total_peak;
+    }
+    void down(bool small, std::int64_t amount) noexcept { part[small].down(amount); }
+    std::int64_t total() const noexcept { return part[0].current + part[1].current; }
+    stat_value get(int pool_kind) const noexcept {
+      if (pool_kind == DAO_STAT_POOL_SMALL) return part[1];
+      if (pool_kind == DAO_STAT_POOL_LARGE) return part[0];
+      stat_value all;
+      all.current = total();
+      all.peak = total_peak;
+      all.allocated = part[0].allocated + part[1].allocated;
+      all.freed = part[0].freed + part[1].freed;
+      return all;
+    }
+    void reset_peak() noexcept {
+      part[0].reset_peak();
+      part[1].reset_peak();
+      total_peak = total();
+    }
+    void reset_accumulated() noexcept {
+      part[0].reset_accumulated();
+      part[1].reset_accumulated();
+    }
+  };
   void count(int metric, bool small, std::int64_t delta) noexcept {
     if (delta >= 0) count_up(metric, small, delta);
     else count_down(metric, small, -delta);
@@ -354,11 +384,11 @@ class caching_strategy final : public strategy {
   std::uint64_t last_stream_id_ = 0;
   std::uint64_t destroyed_seen_ = 0;  // destroyed_stream_count() at the last look
   std::uint32_t last_pools_[2] = {kNone, kNone};  // large, small of last_stream_
-  pointer_map live_;                                // allocated blocks
+  pointer_map live_;  // allocated blocks (with fast reuse: and pending, recent ones)
   std::unordered_map<std::uint32_t, std::vector<dao_stream>> uses_;  // record_stream
   std::deque<pending_free> pending_;
   std::vector<std::unique_ptr<event_impl>> spare_events_;
-  stat_value stats_[DAO_STAT_METRIC_COUNT][DAO_STAT_POOL_COUNT];
+  pooled_stat stats_[DAO_STAT_METRIC_COUNT];
   // Active blocks are the allocated ones until a free is deferred
   // (record_stream): until then the active statistics are not kept apart,
   // which saves the hot paths four updates.
