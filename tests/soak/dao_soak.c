@@ -220,14 +220,15 @@ typedef struct slot {
 /* The shared allocators, then the three place defaults. */
 static slot g_slots[] = {
     {"buddy", PL_CPU, "chunk_size=4MiB", 0, NULL},
-    {"caching", PL_CPU, "", 1, NULL},
+    {"caching", PL_CPU, "fast_reuse=true", 1, NULL},
     {"system", PL_CPU, "", 0, NULL},
     {"buddy", PL_SIM0, "chunk_size=8MiB,max_pool=96MiB", 0, NULL},
     {"caching", PL_SIM0, "", 1, NULL},
     {"system", PL_SIM0, "", 0, NULL},
     {"caching", PL_SIM1, "expandable_segments=false,roundup_power2_divisions=4,"
                          "garbage_collection_threshold=0.8", 1, NULL},
-    {"caching", PL_SIM1, "max_split_size=32MiB,reserve_slack=0.5,max_pool=64MiB", 1, NULL},
+    {"caching", PL_SIM1, "max_split_size=32MiB,reserve_slack=0.5,max_pool=64MiB,fast_reuse=true", 1,
+     NULL},
     {"(dao_alloc)", PL_CPU, NULL, 0, NULL},
     {"(dao_alloc)", PL_SIM0, NULL, 0, NULL},
     {"(dao_alloc)", PL_SIM1, NULL, 0, NULL},
