@@ -95,7 +95,7 @@ static void usage(FILE *out, const char *prog) {
           "              reserve_headroom=none), default: the built-in defaults\n"
           "  --only LIST run only these rows, comma-separated keys:\n"
           "              glibc, jemalloc, mimalloc, dao-buddy, dao-default, dao-sim,\n"
-          "              dao-caching, dao-caching-sim\n"
+          "              dao-caching, dao-caching-sim, dao-caching-fast\n"
           "  --help      this text\n"
           "\n"
           "Exit status: 0 ok (timings never fail a run), 1 an allocator failed, 2 bad flags.\n",
@@ -104,7 +104,7 @@ static void usage(FILE *out, const char *prog) {
 
 static const char *const kRowKeys[] = {"glibc",     "jemalloc",    "mimalloc",
                                       "dao-buddy", "dao-default", "dao-sim",
-                                      "dao-caching", "dao-caching-sim"};
+                                      "dao-caching", "dao-caching-sim", "dao-caching-fast"};
 #define ROW_COUNT (sizeof kRowKeys / sizeof kRowKeys[0])
 
 static int key_known(const char *key, size_t len) {
@@ -170,7 +170,7 @@ static void parse_options(int argc, char **argv, options *o) {
         if (!key_known(s, len)) {
           bad_flag(prog,
                    "--only: unknown row '%.*s' (known: glibc, jemalloc, mimalloc, dao-buddy, "
-                   "dao-default, dao-sim, dao-caching, dao-caching-sim)",
+                   "dao-default, dao-sim, dao-caching, dao-caching-sim, dao-caching-fast)",
                    (int)len, s);
         }
         s += len + (comma != NULL);
@@ -746,7 +746,7 @@ int main(int argc, char **argv) {
   static const char *const labels[ROW_COUNT] = {
       "glibc malloc",     "jemalloc",           "mimalloc",
       "libdao buddy (cpu)", "libdao dao_alloc", "libdao buddy (sim)",
-      "libdao caching (cpu)", "libdao caching (sim)"};
+      "libdao caching (cpu)", "libdao caching (sim)", "libdao caching fast (cpu)"};
   for (size_t i = 0; i < ROW_COUNT; ++i) {
     rows[i].key = kRowKeys[i];
     rows[i].label = labels[i];
@@ -767,6 +767,9 @@ int main(int argc, char **argv) {
   if (row_selected(&o, "dao-default")) prepare_dao_default(&rows[4], o.reps);
   if (row_selected(&o, "dao-caching"))
     prepare_dao_object(&rows[6], dao_place_cpu(), "caching", o.caching_config, "cpu", o.reps);
+  /* The caching strategy's size-class front end (fast_reuse=true). */
+  if (row_selected(&o, "dao-caching-fast"))
+    prepare_dao_object(&rows[8], dao_place_cpu(), "caching", "fast_reuse=true", "cpu", o.reps);
   /* Both SIM rows share one device, big enough for both at once. */
   static const char *const sim_keys[] = {"dao-sim", "dao-caching-sim"};
   static const char *const sim_strategies[] = {"buddy", "caching"};
@@ -809,7 +812,7 @@ int main(int argc, char **argv) {
   for (size_t i = 0; i < ROW_COUNT; ++i) finish_row(&rows[i], o.reps);
 
   const double glibc = rows[0].state == ROW_OK ? rows[0].median_ns : 0.0;
-  printf("\n%-22s %17s %9s %15s  %s\n", "allocator", "ns/pair (median)", "min",
+  printf("\n%-26s %17s %9s %15s  %s\n", "allocator", "ns/pair (median)", "min",
          "ratio to glibc", "notes");
   int failures = 0;
   for (size_t i = 0; i < ROW_COUNT; ++i) {
@@ -818,9 +821,9 @@ int main(int argc, char **argv) {
     if (r->state == ROW_OK) {
       char ratio[32] = "-";
       if (glibc > 0) snprintf(ratio, sizeof ratio, "%.2f", r->median_ns / glibc);
-      printf("%-22s %17.1f %9.1f %15s  %s\n", r->label, r->median_ns, r->min_ns, ratio, r->note);
+      printf("%-26s %17.1f %9.1f %15s  %s\n", r->label, r->median_ns, r->min_ns, ratio, r->note);
     } else {
-      printf("%-22s %s\n", r->label, r->note);
+      printf("%-26s %s\n", r->label, r->note);
       if (r->state == ROW_FAILED) ++failures;
     }
   }
@@ -831,13 +834,13 @@ int main(int argc, char **argv) {
     char b3[32];
     printf("\nlibdao memory (dao_allocator_get_stats); the workload's peak requested is %s\n",
            format_bytes((double)w.peak_requested, b1, sizeof b1));
-    printf("%-22s %15s %17s %15s %10s\n", "allocator", "peak reserved", "allocated at end",
+    printf("%-26s %15s %17s %15s %10s\n", "allocator", "peak reserved", "allocated at end",
            "final allocated", "overhead");
     for (size_t i = 0; i < ROW_COUNT; ++i) {
       const row *r = &rows[i];
       if (!r->have_stats) continue;
       double overhead = (double)r->final_stats.peak_reserved_bytes / (double)w.peak_requested;
-      printf("%-22s %15s %17s %15s %9.2fx\n", r->label,
+      printf("%-26s %15s %17s %15s %9.2fx\n", r->label,
              format_bytes((double)r->final_stats.peak_reserved_bytes, b1, sizeof b1),
              format_bytes((double)r->end_of_steps.allocated_bytes, b2, sizeof b2),
              format_bytes((double)r->final_stats.allocated_bytes, b3, sizeof b3), overhead);
