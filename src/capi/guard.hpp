@@ -32,7 +32,13 @@ dao_status guarded(Body&& body) noexcept {
   }
 }
 
-// Throws invalid_argument("<function>: <name> must not be NULL") when p is null.
-void require_non_null(const void* p, const char* function, const char* name);
+// Throws invalid_argument("<function>: <name> must not be NULL").
+[[noreturn]] void throw_null_argument(const char* function, const char* name);
+
+// Throws as above when p is null. Inline: every call of the C API checks
+// its arguments, and the hot ones (alloc, free) should not pay a call.
+inline void require_non_null(const void* p, const char* function, const char* name) {
+  if (__builtin_expect(p == nullptr, 0)) throw_null_argument(function, name);
+}
 
 }  // namespace dao::detail

@@ -19,8 +19,8 @@ dao_status set_last_error(dao_status status, const char* message) noexcept {
   return status;
 }
 
-void require_non_null(const void* p, const char* function, const char* name) {
-  if (p == nullptr) throw invalid_argument(strprintf("%s: %s must not be NULL", function, name));
+void throw_null_argument(const char* function, const char* name) {
+  throw invalid_argument(strprintf("%s: %s must not be NULL", function, name));
 }
 
 }  // namespace dao::detail
