@@ -53,7 +53,8 @@
  *     block may be up to a quarter larger than the rounded request; usable
  *     size and statistics say so). Merging waits until the allocator would
  *     take new memory, and until a trim, snapshot or inactive-split
- *     statistic. Faster frees and allocations for more memory held.
+ *     statistic. Faster frees and allocations for more memory held; with
+ *     it, `reserve_headroom` defaults to none.
  *   The environment variable `DAO_NO_CACHING=1` turns caching off (every
  *   free gives the memory back) for debugging with memory checkers.
  * - `"system"`: no pooling; every allocation goes to the system resource.
