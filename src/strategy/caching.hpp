@@ -288,7 +288,7 @@ class caching_strategy final : public strategy {
 
   // statistics
   // Adds `amount` to (or takes it from) a metric of the pool (small or
-  // large) and of the whole.
+  // large), and so of the whole (see pooled_stat).
   void count_up(int metric, bool small, std::int64_t amount) noexcept {
     stats_[metric].up(small, amount);
   }

@@ -416,16 +416,17 @@ contains
     end do
   end subroutine to_string
 
-  function chars_to_string(chars, length) result(string)
+  ! `string` = the first `length` characters, filled in place (see to_string).
+  subroutine chars_to_string(chars, length, string)
     character(kind=c_char), intent(in) :: chars(*)
     integer(c_size_t), intent(in) :: length
-    character(len=:), allocatable :: string
+    character(len=:), allocatable, intent(out) :: string
     integer(c_size_t) :: i
     allocate (character(len=length) :: string)
     do i = 1, length
       string(i:i) = chars(i)
     end do
-  end function chars_to_string
+  end subroutine chars_to_string
 
   ! A NUL-terminated copy of a Fortran string, without its trailing blanks.
   function c_string(string) result(cs)
@@ -901,7 +902,7 @@ contains
       allocate (buffer(capacity))
       st = dao_allocator_snapshot_json(self%handle, buffer, capacity, length)
       if (st == DAO_OK .and. length < capacity) then
-        json = chars_to_string(buffer, length)
+        call chars_to_string(buffer, length, json)
         exit
       end if
       deallocate (buffer)
