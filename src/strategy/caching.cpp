@@ -889,33 +889,27 @@ std::uint32_t caching_strategy::obtain_block(std::uint32_t pool_index, std::size
 // Splits off what `size` does not need (a free block of its own) and returns
 // `index`, now exactly `size` unless the block may not be split.
 std::uint32_t caching_strategy::carve(std::uint32_t index, std::size_t size) {
-  const std::uint32_t rest = split_off(index, size);
-  if (rest != kNone) bin_insert(rest);
-  return index;
-}
-
-// Makes block `index` exactly `size` unless it may not be split; returns the
-// record of the rest (in no list yet), or kNone.
-std::uint32_t caching_strategy::split_off(std::uint32_t index, std::size_t size) noexcept {
-  const block& b = blocks_[index];
+  block& b = blocks_[index];
   const std::size_t remaining = b.size - size;
   const bool oversize = b.size >= options_.max_split_size && !b.expandable;
-  if (remaining < kMinBlock || oversize) return kNone;
-  std::uint32_t r = new_record();  // capacity reserved: blocks_ does not move
-  block& rest = blocks_[r];
-  block& cur = blocks_[index];
-  rest.addr = cur.addr + size;
-  rest.size = remaining;
-  rest.stream = cur.stream;
-  rest.pool = cur.pool;
-  rest.segment = cur.segment;
-  rest.expandable = cur.expandable;
-  rest.prev = index;
-  rest.next = cur.next;
-  if (cur.next != kNone) blocks_[cur.next].prev = r;
-  cur.next = r;
-  cur.size = size;
-  return r;
+  if (remaining >= kMinBlock && !oversize) {
+    std::uint32_t r = new_record();  // capacity reserved: blocks_ does not move
+    block& rest = blocks_[r];
+    block& cur = blocks_[index];
+    rest.addr = cur.addr + size;
+    rest.size = remaining;
+    rest.stream = cur.stream;
+    rest.pool = cur.pool;
+    rest.segment = cur.segment;
+    rest.expandable = cur.expandable;
+    rest.prev = index;
+    rest.next = cur.next;
+    if (cur.next != kNone) blocks_[cur.next].prev = r;
+    cur.next = r;
+    cur.size = size;
+    bin_insert(r);
+  }
+  return index;
 }
 
 void* caching_strategy::allocate(std::size_t bytes, dao_stream stream) {

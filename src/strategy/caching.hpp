@@ -277,7 +277,6 @@ class caching_strategy final : public strategy {
   // the allocation path
   std::uint32_t obtain_block(std::uint32_t pool_index, std::size_t size);
   std::uint32_t carve(std::uint32_t index, std::size_t size);
-  std::uint32_t split_off(std::uint32_t index, std::size_t size) noexcept;
   void free_block(std::uint32_t index) noexcept;
   std::size_t record_uses(std::uint32_t index);
   void merge_free(std::uint32_t index) noexcept;
