@@ -853,6 +853,11 @@ static void random_sequences_fast_reuse(void **state) {
   random_sequence("fast_reuse=true,expandable_segments=false", 0, 0, 22);
   random_sequence("fast_reuse=true,roundup_power2_divisions=4", 1, 4, 23);
   random_sequence("fast_reuse=true,max_split_size_mb=64,expandable_segments=false", 0, 0, 24);
+  /* garbage collection and a headroom give pages back while recent blocks
+     wait unmerged */
+  random_sequence("fast_reuse=true,garbage_collection_threshold=0.3,memory_fraction=0.5,"
+                  "reserve_headroom=0",
+                  1, 0, 25);
 }
 
 /* ------------------------------------------------------------------------

@@ -386,9 +386,10 @@ void caching_strategy::merge_recent(std::uint32_t pool_index) noexcept {
   }
 }
 
-void caching_strategy::merge_all_recent() noexcept {
+void caching_strategy::merge_all_recent(std::uint32_t except_pool) noexcept {
   if (!options_.fast_reuse) return;
-  for (std::uint32_t i = 0; i < pools_.size(); ++i) merge_recent(i);
+  for (std::uint32_t i = 0; i < pools_.size(); ++i)
+    if (i != except_pool) merge_recent(i);
 }
 
 // ------------------------------------------------------- upstream memory
@@ -517,9 +518,9 @@ std::size_t caching_strategy::map_ahead(const segment& seg) const noexcept {
 // bytes released.
 std::size_t caching_strategy::release_holes(std::size_t bytes, std::uint32_t keep,
                                             std::uintptr_t keep_from) {
-  // `keep`'s own pool has merged its recent blocks (obtain_block()), so
-  // merging cannot change it.
-  merge_all_recent();
+  // Not `keep`'s own pool: merging could absorb `keep` into a neighbour.
+  // (Other pools have other segments.)
+  merge_all_recent(keep != kNone ? blocks_[keep].pool : kNone);
   std::vector<std::uint32_t> holes;
   std::vector<std::int8_t> quiet(pools_.size(), -1);  // settled(pool, false), asked once
   for (const segment& seg : segments_) {

@@ -242,7 +242,7 @@ class caching_strategy final : public strategy {
     return any != 0;
   }
   void merge_recent(std::uint32_t pool_index) noexcept;
-  void merge_all_recent() noexcept;
+  void merge_all_recent(std::uint32_t except_pool = kNone) noexcept;
   // For the const readers (snapshot, counters): merging changes how the
   // free memory is recorded, not what is free.
   void merge_all_recent() const noexcept { const_cast<caching_strategy*>(this)->merge_all_recent(); }
