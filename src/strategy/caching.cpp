@@ -979,7 +979,6 @@ void caching_strategy::deallocate(void* p) {
     return;
   }
   if (options_.fast_reuse && !active_tracked_) {  // free_block()'s fast case, inline
-    if (b.stream == nullptr) poison(b.addr, b.size);
     push_recent(index);
     return;
   }
@@ -1023,13 +1022,11 @@ void caching_strategy::free_block(std::uint32_t index) noexcept {
     count_down(DAO_STAT_ACTIVE_BYTES, small, static_cast<std::int64_t>(b.size));
     count_down(DAO_STAT_ACTIVE_BLOCKS, small, 1);
   }
-  // Only blocks of the default stream: work queued on a block's own stream
-  // before its free may still use it (the free is stream-ordered).
-  if (b.stream == nullptr) poison(b.addr, b.size);
   if (options_.fast_reuse) {
     push_recent(index);
     return;
   }
+  poison_freed(b);
   b.st = state::free;
   merge_free(index);
 }

@@ -200,9 +200,10 @@ class caching_strategy final : public strategy {
     bin_of(size, fl, sl);
     return fl * kRecentPerLevel + sl / 2;
   }
-  // Inline: the whole of a fast allocation or free.
+  // Inline: the whole of a fast allocation or free. Takes a block just freed.
   void push_recent(std::uint32_t index) noexcept {
     block& b = blocks_[index];
+    poison_freed(b);
     pool& p = pools_[b.pool];
     const int c = recent_class(b.size);
     b.st = state::recent;
@@ -354,6 +355,11 @@ class caching_strategy final : public strategy {
   // without it; device memory is never touched).
   void poison(std::uintptr_t addr, std::size_t bytes) const noexcept {
     if (host_memory_) asan_poison(reinterpret_cast<const void*>(addr), bytes);
+  }
+  // A block just freed. Only blocks of the default stream: work queued on a
+  // block's own stream before its free may still use it (stream-ordered).
+  void poison_freed(const block& b) const noexcept {
+    if (b.stream == nullptr) poison(b.addr, b.size);
   }
   void unpoison(std::uintptr_t addr, std::size_t bytes) const noexcept {
     if (host_memory_) asan_unpoison(reinterpret_cast<const void*>(addr), bytes);
