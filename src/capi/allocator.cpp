@@ -1,32 +1,23 @@
 // dao_allocator_*: allocator objects over the strategy layer.
 #include <cstring>
 
-#include "capi/allocator_handle.hpp"
 #include "capi/guard.hpp"
-#include "capi/handle_magic.hpp"
+#include "capi/handles.hpp"
 #include "capi/sized_struct.hpp"
 #include "resource/stream.hpp"
-#include "core/place_defaults.hpp"
-#include "strategy/factory.hpp"
+#include "resource/system_resource.hpp"
+#include "strategy/place_defaults.hpp"
+#include "strategy/registry.hpp"
 #include "util/format.hpp"
 
 namespace dao::detail {
 
-dao_allocator& checked(dao_allocator* a, const char* function) {
-  require_non_null(a, function, "allocator");
-  if (!has_magic<dao_allocator>(a)) {
-    throw invalid_argument(strprintf("%s: %p is not a live dao_allocator handle", function,
-                                     static_cast<void*>(a)));
-  }
-  return *a;
-}
-
-dao_allocator* make_handle(std::unique_ptr<strategy> impl, bool place_default) {
-  auto* handle = new dao_allocator();
-  handle->config = impl->effective_config();
-  handle->impl = std::move(impl);
-  handle->place_default = place_default;
-  return handle;
+dao_allocator* make_allocator_handle(std::unique_ptr<strategy> impl) {
+  auto handle = std::make_unique<dao_allocator>();
+  handle->config = impl->full_config();
+  handle->impl = impl.get();
+  handle->owned = std::move(impl);
+  return handle.release();
 }
 
 }  // namespace dao::detail
@@ -42,7 +33,7 @@ extern "C" dao_status dao_allocator_create(dao_place place, const char* strategy
         strategy_name != nullptr ? strategy_name : default_config_for(raw_kind(place.kind)).strategy.c_str();
     std::unique_ptr<strategy> impl =
         make_strategy(name, resource, config != nullptr ? config : "");
-    *out = make_handle(std::move(impl), false);
+    *out = make_allocator_handle(std::move(impl));
   });
 }
 
@@ -50,7 +41,7 @@ extern "C" dao_status dao_allocator_alloc(dao_allocator* a, size_t size, dao_str
                                           void** ptr) {
   if (ptr != nullptr) *ptr = nullptr;
   return guarded([&] {
-    dao_allocator& h = checked(a, "dao_allocator_alloc");
+    dao_allocator& h = checked_handle(a, "dao_allocator_alloc");
     require_non_null(ptr, "dao_allocator_alloc", "ptr");
     if (stream != nullptr) checked_stream(stream, "dao_allocator_alloc");
     if (size != 0) *ptr = h.impl->allocate(size, stream);
@@ -59,14 +50,14 @@ extern "C" dao_status dao_allocator_alloc(dao_allocator* a, size_t size, dao_str
 
 extern "C" dao_status dao_allocator_free(dao_allocator* a, void* ptr) {
   return guarded([&] {
-    dao_allocator& h = checked(a, "dao_allocator_free");
+    dao_allocator& h = checked_handle(a, "dao_allocator_free");
     if (ptr != nullptr) h.impl->deallocate(ptr);
   });
 }
 
 extern "C" dao_status dao_allocator_usable_size(dao_allocator* a, const void* ptr, size_t* size) {
   return guarded([&] {
-    dao_allocator& h = checked(a, "dao_allocator_usable_size");
+    dao_allocator& h = checked_handle(a, "dao_allocator_usable_size");
     require_non_null(size, "dao_allocator_usable_size", "size");
     *size = h.impl->usable_size(ptr);
   });
@@ -74,7 +65,7 @@ extern "C" dao_status dao_allocator_usable_size(dao_allocator* a, const void* pt
 
 extern "C" dao_status dao_allocator_trim(dao_allocator* a, size_t* released) {
   return guarded([&] {
-    dao_allocator& h = checked(a, "dao_allocator_trim");
+    dao_allocator& h = checked_handle(a, "dao_allocator_trim");
     std::size_t bytes = h.impl->trim();
     if (released != nullptr) *released = bytes;
   });
@@ -82,7 +73,7 @@ extern "C" dao_status dao_allocator_trim(dao_allocator* a, size_t* released) {
 
 extern "C" dao_status dao_allocator_get_stats(dao_allocator* a, dao_allocator_stats* stats) {
   return guarded([&] {
-    dao_allocator& h = checked(a, "dao_allocator_get_stats");
+    dao_allocator& h = checked_handle(a, "dao_allocator_get_stats");
     require_non_null(stats, "dao_allocator_get_stats", "stats");
     if (stats->struct_size < sizeof(dao_allocator_stats)) {  // before any work
       write_sized(dao_allocator_stats{}, stats, "dao_allocator_get_stats", "stats");
@@ -107,13 +98,13 @@ extern "C" dao_status dao_allocator_get_stats(dao_allocator* a, dao_allocator_st
 }
 
 extern "C" dao_status dao_allocator_reset_peak_stats(dao_allocator* a) {
-  return guarded([&] { checked(a, "dao_allocator_reset_peak_stats").impl->reset_peaks(); });
+  return guarded([&] { checked_handle(a, "dao_allocator_reset_peak_stats").impl->reset_peaks(); });
 }
 
 extern "C" dao_status dao_allocator_info(dao_allocator* a, dao_place* place, const char** strategy,
                                          const char** config) {
   return guarded([&] {
-    dao_allocator& h = checked(a, "dao_allocator_info");
+    dao_allocator& h = checked_handle(a, "dao_allocator_info");
     if (place != nullptr) *place = h.impl->upstream().place();
     if (strategy != nullptr) *strategy = h.impl->name();
     if (config != nullptr) *config = h.config.c_str();
@@ -122,7 +113,7 @@ extern "C" dao_status dao_allocator_info(dao_allocator* a, dao_place* place, con
 
 extern "C" dao_status dao_allocator_destroy(dao_allocator* a) {
   return guarded([&] {
-    dao_allocator& h = checked(a, "dao_allocator_destroy");
+    dao_allocator& h = checked_handle(a, "dao_allocator_destroy");
     if (h.place_default) {
       throw invalid_argument(strprintf(
           "dao_allocator_destroy: the default allocator of %s belongs to libdao and cannot be "
@@ -145,11 +136,9 @@ extern "C" dao_status dao_allocator_destroy(dao_allocator* a) {
 extern "C" dao_status dao_allocator_get_stat(dao_allocator* a, dao_stat_metric metric,
                                              dao_stat_pool pool, dao_stat* out) {
   return guarded([&] {
-    dao_allocator& h = checked(a, "dao_allocator_get_stat");
+    dao_allocator& h = checked_handle(a, "dao_allocator_get_stat");
     require_non_null(out, "dao_allocator_get_stat", "out");
-    int m = 0, p = 0;  // read as the C caller passed them (any int)
-    std::memcpy(&m, &metric, sizeof m);
-    std::memcpy(&p, &pool, sizeof p);
+    const int m = raw_enum(metric), p = raw_enum(pool);  // as the C caller stored them
     if (m < 0 || m >= DAO_STAT_METRIC_COUNT) {
       throw invalid_argument(strprintf("dao_allocator_get_stat: unknown metric %d (valid 0..%d)", m,
                                        DAO_STAT_METRIC_COUNT - 1));
@@ -169,12 +158,12 @@ extern "C" dao_status dao_allocator_get_stat(dao_allocator* a, dao_stat_metric m
 }
 
 extern "C" dao_status dao_allocator_reset_accumulated_stats(dao_allocator* a) {
-  return guarded([&] { checked(a, "dao_allocator_reset_accumulated_stats").impl->reset_accumulated(); });
+  return guarded([&] { checked_handle(a, "dao_allocator_reset_accumulated_stats").impl->reset_accumulated(); });
 }
 
 extern "C" dao_status dao_allocator_record_stream(dao_allocator* a, void* ptr, dao_stream stream) {
   return guarded([&] {
-    dao_allocator& h = checked(a, "dao_allocator_record_stream");
+    dao_allocator& h = checked_handle(a, "dao_allocator_record_stream");
     if (stream != nullptr) checked_stream(stream, "dao_allocator_record_stream");
     h.impl->record_stream(ptr, stream);
   });

@@ -1,38 +1,64 @@
 // dao_alloc / dao_free / dao_used: the place-level defaults.
-#include "capi/allocator_handle.hpp"
+#include <mutex>
+#include <unordered_map>
+
 #include "capi/guard.hpp"
-#include "core/place_defaults.hpp"
+#include "capi/handles.hpp"
 #include "dao/memory.h"
+#include "resource/system_resource.hpp"
+#include "strategy/place_defaults.hpp"
 
 using namespace dao::detail;
+
+namespace {
+
+// The handle of each place's default strategy, made on first request and
+// never destroyed (dao_place_allocator gives the same one every time).
+dao_allocator& place_handle(dao_place place) {
+  static std::mutex mutex;
+  static auto* handles = new std::unordered_map<const strategy*, dao_allocator*>();
+  strategy& s = place_strategy(place);
+  std::lock_guard<std::mutex> lock(mutex);
+  dao_allocator*& slot = (*handles)[&s];
+  if (slot == nullptr) {
+    auto* h = new dao_allocator();
+    h->impl = &s;
+    h->config = s.full_config();
+    h->place_default = true;
+    slot = h;
+  }
+  return *slot;
+}
+
+}  // namespace
 
 extern "C" dao_status dao_alloc(dao_place place, size_t size, void** ptr) {
   if (ptr != nullptr) *ptr = nullptr;
   return guarded([&] {
     require_non_null(ptr, "dao_alloc", "ptr");
-    dao_allocator& a = place_allocator(place);
-    if (size != 0) *ptr = a.impl->allocate(size, DAO_STREAM_DEFAULT);
+    strategy& s = place_strategy(place);
+    if (size != 0) *ptr = s.allocate(size, DAO_STREAM_DEFAULT);
   });
 }
 
 extern "C" dao_status dao_free(dao_place place, void* ptr) {
   return guarded([&] {
-    dao_allocator& a = place_allocator(place);
-    if (ptr != nullptr) a.impl->deallocate(ptr);
+    strategy& s = place_strategy(place);
+    if (ptr != nullptr) s.deallocate(ptr);
   });
 }
 
 extern "C" dao_status dao_used(dao_place place, size_t* bytes) {
   return guarded([&] {
     require_non_null(bytes, "dao_used", "bytes");
-    *bytes = static_cast<size_t>(place_allocator(place).impl->counters().allocated_bytes);
+    *bytes = static_cast<size_t>(place_strategy(place).counters().allocated_bytes);
   });
 }
 
 extern "C" dao_status dao_place_allocator(dao_place place, dao_allocator** out) {
   return guarded([&] {
     require_non_null(out, "dao_place_allocator", "out");
-    *out = &place_allocator(place);
+    *out = &place_handle(place);
   });
 }
 

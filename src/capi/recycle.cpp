@@ -3,9 +3,10 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <mutex>
 
 #include "capi/guard.hpp"
-#include "capi/handle_magic.hpp"
+#include "capi/handles.hpp"
 #include "capi/sized_struct.hpp"
 #include "dao/recycle.h"
 #include "recycle/collection.hpp"
@@ -16,27 +17,37 @@ namespace dao::detail {
 
 namespace {
 
-}  // namespace
-
 dao_recycle_pool& checked_pool(dao_recycle_pool* pool, const char* function) {
-  require_non_null(pool, function, "pool");
-  if (!has_magic<dao_recycle_pool>(pool)) {
-    throw invalid_argument(strprintf("%s: %p is not a live dao_recycle_pool handle", function,
-                                     static_cast<void*>(pool)));
-  }
-  return *pool;
+  return checked_handle(pool, function);
 }
 
-dao_buffer& checked_buffer(const dao_buffer* buffer, const char* function) {
+// A dao_buffer is the address of its record (handles.hpp says why).
+recycle_buffer& checked_buffer(const dao_buffer* buffer, const char* function) {
   require_non_null(buffer, function, "buffer");
-  if (!has_magic<dao_buffer>(buffer)) {
+  if (!has_magic(buffer, recycle_buffer::kMagic, alignof(recycle_buffer))) {
     throw invalid_argument(strprintf("%s: %p is not a dao_buffer handle of a live pool",
                                      function, static_cast<const void*>(buffer)));
   }
-  return const_cast<dao_buffer&>(*buffer);
+  return *reinterpret_cast<recycle_buffer*>(const_cast<dao_buffer*>(buffer));
 }
 
-namespace {
+dao_buffer* to_handle(recycle_buffer* b) noexcept { return reinterpret_cast<dao_buffer*>(b); }
+
+dao_collection& checked_collection(dao_collection* c, const char* function) {
+  return checked_handle(c, function);
+}
+
+// The handle of a pool of collection `c`, made the first time it is asked for.
+dao_recycle_pool* pool_handle(dao_collection& c, recycle_pool& pool) {
+  std::lock_guard<std::mutex> lock(c.handles_mutex);
+  std::unique_ptr<dao_recycle_pool>& slot = c.handles[&pool];
+  if (!slot) {
+    slot = std::make_unique<dao_recycle_pool>();
+    slot->impl = &pool;
+    slot->in_collection = true;
+  }
+  return slot.get();
+}
 
 // guarded() for bodies that return a status of their own (timeouts and
 // closed pools are reported without an exception, so without allocating).
@@ -61,8 +72,9 @@ extern "C" dao_status dao_recycle_create(dao_place place, size_t element_size, i
   return guarded([&] {
     require_non_null(out, "dao_recycle_create", "out");
     auto handle = std::make_unique<dao_recycle_pool>();
-    handle->impl = recycle_pool::create(place, element_size, ndim, shape, max_buffers,
-                                        preallocate, config, "dao_recycle_create", "");
+    handle->owned = recycle_pool::create(place, element_size, ndim, shape, max_buffers,
+                                         preallocate, config, "dao_recycle_create", "");
+    handle->impl = handle->owned.get();
     *out = handle.release();
   });
 }
@@ -73,15 +85,18 @@ extern "C" dao_status dao_recycle_acquire(dao_recycle_pool* pool, double timeout
   return guarded_status([&] {
     dao_recycle_pool& p = checked_pool(pool, "dao_recycle_acquire");
     require_non_null(out, "dao_recycle_acquire", "out");
-    return p.impl->acquire(timeout, *out);
+    recycle_buffer* b = nullptr;
+    const dao_status st = p.impl->acquire(timeout, b);
+    *out = to_handle(b);
+    return st;
   });
 }
 
 extern "C" dao_status dao_recycle_submit(dao_recycle_pool* pool, dao_buffer* buffer) {
   return guarded_status([&] {
     dao_recycle_pool& p = checked_pool(pool, "dao_recycle_submit");
-    dao_buffer& b = checked_buffer(buffer, "dao_recycle_submit");
-    if (b.pool != p.impl.get()) {
+    recycle_buffer& b = checked_buffer(buffer, "dao_recycle_submit");
+    if (b.pool != p.impl) {
       throw invalid_argument(strprintf(
           "dao_recycle_submit: buffer %p belongs to pool '%s', not to pool '%s'; nothing changed",
           static_cast<void*>(buffer), b.pool->name().c_str(), p.impl->name().c_str()));
@@ -96,7 +111,10 @@ extern "C" dao_status dao_recycle_take(dao_recycle_pool* pool, double timeout,
   return guarded_status([&] {
     dao_recycle_pool& p = checked_pool(pool, "dao_recycle_take");
     require_non_null(out, "dao_recycle_take", "out");
-    return p.impl->take(timeout, *out);
+    recycle_buffer* b = nullptr;
+    const dao_status st = p.impl->take(timeout, b);
+    *out = to_handle(b);
+    return st;
   });
 }
 
@@ -144,21 +162,21 @@ extern "C" dao_status dao_recycle_destroy(dao_recycle_pool* pool) {
 
 extern "C" dao_status dao_buffer_retain(dao_buffer* buffer) {
   return guarded_status([&] {
-    dao_buffer& b = checked_buffer(buffer, "dao_buffer_retain");
+    recycle_buffer& b = checked_buffer(buffer, "dao_buffer_retain");
     return b.pool->retain(b);
   });
 }
 
 extern "C" dao_status dao_buffer_release(dao_buffer* buffer) {
   return guarded_status([&] {
-    dao_buffer& b = checked_buffer(buffer, "dao_buffer_release");
+    recycle_buffer& b = checked_buffer(buffer, "dao_buffer_release");
     return b.pool->release(b);
   });
 }
 
 extern "C" dao_status dao_buffer_data(const dao_buffer* buffer, void** data) {
   return guarded([&] {
-    const dao_buffer& b = checked_buffer(buffer, "dao_buffer_data");
+    const recycle_buffer& b = checked_buffer(buffer, "dao_buffer_data");
     require_non_null(data, "dao_buffer_data", "data");
     *data = b.data;
   });
@@ -166,7 +184,7 @@ extern "C" dao_status dao_buffer_data(const dao_buffer* buffer, void** data) {
 
 extern "C" dao_status dao_buffer_shape(const dao_buffer* buffer, int* ndim, const size_t** shape) {
   return guarded([&] {
-    const dao_buffer& b = checked_buffer(buffer, "dao_buffer_shape");
+    const recycle_buffer& b = checked_buffer(buffer, "dao_buffer_shape");
     if (ndim != nullptr) *ndim = b.pool->ndim();
     if (shape != nullptr) *shape = b.pool->shape();
   });
@@ -175,7 +193,7 @@ extern "C" dao_status dao_buffer_shape(const dao_buffer* buffer, int* ndim, cons
 extern "C" dao_status dao_buffer_size(const dao_buffer* buffer, size_t* element_size,
                                       size_t* bytes) {
   return guarded([&] {
-    const dao_buffer& b = checked_buffer(buffer, "dao_buffer_size");
+    const recycle_buffer& b = checked_buffer(buffer, "dao_buffer_size");
     if (element_size != nullptr) *element_size = b.pool->element_size();
     if (bytes != nullptr) *bytes = b.pool->bytes();
   });
@@ -183,7 +201,7 @@ extern "C" dao_status dao_buffer_size(const dao_buffer* buffer, size_t* element_
 
 extern "C" dao_status dao_buffer_place(const dao_buffer* buffer, dao_place* place) {
   return guarded([&] {
-    const dao_buffer& b = checked_buffer(buffer, "dao_buffer_place");
+    const recycle_buffer& b = checked_buffer(buffer, "dao_buffer_place");
     require_non_null(place, "dao_buffer_place", "place");
     *place = b.pool->place();
   });
@@ -191,7 +209,7 @@ extern "C" dao_status dao_buffer_place(const dao_buffer* buffer, dao_place* plac
 
 extern "C" dao_status dao_buffer_sequence(const dao_buffer* buffer, uint64_t* sequence) {
   return guarded([&] {
-    const dao_buffer& b = checked_buffer(buffer, "dao_buffer_sequence");
+    const recycle_buffer& b = checked_buffer(buffer, "dao_buffer_sequence");
     require_non_null(sequence, "dao_buffer_sequence", "sequence");
     *sequence = b.sequence.load(std::memory_order_relaxed);
   });
@@ -202,7 +220,9 @@ extern "C" dao_status dao_buffer_sequence(const dao_buffer* buffer, uint64_t* se
 extern "C" dao_status dao_collection_create(dao_collection** out) {
   return guarded([&] {
     require_non_null(out, "dao_collection_create", "out");
-    *out = new dao_collection();
+    auto handle = std::make_unique<dao_collection>();
+    handle->impl = std::make_unique<collection>();
+    *out = handle.release();
   });
 }
 
@@ -213,9 +233,10 @@ extern "C" dao_status dao_collection_add(dao_collection* collection, const char*
                                          dao_recycle_pool** out) {
   return guarded([&] {
     dao_collection& c = checked_collection(collection, "dao_collection_add");
-    dao_recycle_pool* pool =
-        c.impl.add(name, place, element_size, ndim, shape, max_buffers, preallocate, config);
-    if (out != nullptr) *out = pool;
+    recycle_pool& pool =
+        c.impl->add(name, place, element_size, ndim, shape, max_buffers, preallocate, config);
+    dao_recycle_pool* handle = pool_handle(c, pool);
+    if (out != nullptr) *out = handle;
   });
 }
 
@@ -224,18 +245,22 @@ extern "C" dao_status dao_collection_find(dao_collection* collection, const char
   return guarded([&] {
     dao_collection& c = checked_collection(collection, "dao_collection_find");
     require_non_null(out, "dao_collection_find", "out");
-    *out = c.impl.find(name);
+    *out = pool_handle(c, c.impl->find(name));
   });
 }
 
 extern "C" dao_status dao_collection_close(dao_collection* collection) {
-  return guarded([&] { checked_collection(collection, "dao_collection_close").impl.close_all(); });
+  return guarded([&] { checked_collection(collection, "dao_collection_close").impl->close_all(); });
 }
 
 extern "C" dao_status dao_collection_destroy(dao_collection* collection) {
   return guarded([&] {
     dao_collection& c = checked_collection(collection, "dao_collection_destroy");
-    c.impl.destroy_all();
+    c.impl->destroy_all([&](const recycle_pool& pool) {
+      std::lock_guard<std::mutex> lock(c.handles_mutex);
+      auto it = c.handles.find(&pool);
+      if (it != c.handles.end()) it->second->magic = 0;  // stale handles are refused
+    });
     c.magic = 0;
     delete &c;
   });

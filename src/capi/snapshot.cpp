@@ -2,23 +2,19 @@
 #include <cstring>
 #include <string>
 
-#include "capi/allocator_handle.hpp"
 #include "capi/guard.hpp"
-#include "capi/handle_magic.hpp"
+#include "capi/handles.hpp"
 #include "capi/sized_struct.hpp"
+#include "resource/system_resource.hpp"
+#include "strategy/strategy.hpp"
 #include "util/format.hpp"
 
 using namespace dao::detail;
 
 namespace {
 
-const dao_snapshot& checked_snapshot(const dao_snapshot* snapshot, const char* function) {
-  require_non_null(snapshot, function, "snapshot");
-  if (!has_magic<dao_snapshot>(snapshot)) {
-    throw invalid_argument(strprintf("%s: %p is not a live dao_snapshot handle", function,
-                                     static_cast<const void*>(snapshot)));
-  }
-  return *snapshot;
+const snapshot_data& checked_snapshot(const dao_snapshot* snapshot, const char* function) {
+  return *checked_handle(snapshot, function).impl;
 }
 
 const char* pool_name(dao_stat_pool pool) {
@@ -34,7 +30,7 @@ const char* state_name(dao_block_state state) {
   return "unknown";
 }
 
-std::string to_json(const dao_allocator& h, const dao_snapshot& snap) {
+std::string to_json(const dao_allocator& h, const snapshot_data& snap) {
   std::string out;
   const char* config = h.config.c_str();
   out += strprintf("{\"strategy\":\"%s\",\"place\":\"%s\",\"config\":\"%s\",\"stats\":{",
@@ -82,15 +78,17 @@ std::string to_json(const dao_allocator& h, const dao_snapshot& snap) {
 
 extern "C" dao_status dao_allocator_snapshot(dao_allocator* a, dao_snapshot** out) {
   return guarded([&] {
-    dao_allocator& h = checked(a, "dao_allocator_snapshot");
+    dao_allocator& h = checked_handle(a, "dao_allocator_snapshot");
     require_non_null(out, "dao_allocator_snapshot", "out");
-    *out = h.impl->snapshot().release();
+    auto handle = std::make_unique<dao_snapshot>();
+    handle->impl = h.impl->snapshot();
+    *out = handle.release();
   });
 }
 
 extern "C" dao_status dao_snapshot_segment_count(const dao_snapshot* snapshot, size_t* count) {
   return guarded([&] {
-    const dao_snapshot& snap = checked_snapshot(snapshot, "dao_snapshot_segment_count");
+    const snapshot_data& snap = checked_snapshot(snapshot, "dao_snapshot_segment_count");
     require_non_null(count, "dao_snapshot_segment_count", "count");
     *count = snap.segments.size();
   });
@@ -99,7 +97,7 @@ extern "C" dao_status dao_snapshot_segment_count(const dao_snapshot* snapshot, s
 extern "C" dao_status dao_snapshot_segment(const dao_snapshot* snapshot, size_t index,
                                            dao_segment_info* info) {
   return guarded([&] {
-    const dao_snapshot& snap = checked_snapshot(snapshot, "dao_snapshot_segment");
+    const snapshot_data& snap = checked_snapshot(snapshot, "dao_snapshot_segment");
     if (index >= snap.segments.size()) {
       throw invalid_argument(strprintf("dao_snapshot_segment: index %zu is out of range (%zu segments)",
                                        index, snap.segments.size()));
@@ -111,7 +109,7 @@ extern "C" dao_status dao_snapshot_segment(const dao_snapshot* snapshot, size_t 
 extern "C" dao_status dao_snapshot_block(const dao_snapshot* snapshot, size_t segment, size_t index,
                                          dao_block_info* info) {
   return guarded([&] {
-    const dao_snapshot& snap = checked_snapshot(snapshot, "dao_snapshot_block");
+    const snapshot_data& snap = checked_snapshot(snapshot, "dao_snapshot_block");
     if (segment >= snap.segments.size()) {
       throw invalid_argument(strprintf("dao_snapshot_block: segment %zu is out of range (%zu segments)",
                                        segment, snap.segments.size()));
@@ -128,7 +126,7 @@ extern "C" dao_status dao_snapshot_block(const dao_snapshot* snapshot, size_t se
 extern "C" dao_status dao_snapshot_destroy(dao_snapshot* snapshot) {
   if (snapshot == nullptr) return DAO_OK;  // like free(NULL)
   return guarded([&] {
-    checked_snapshot(snapshot, "dao_snapshot_destroy");
+    checked_handle(snapshot, "dao_snapshot_destroy");
     snapshot->magic = 0;  // a second destroy of the same memory is refused while it lasts
     delete snapshot;
   });
@@ -137,12 +135,12 @@ extern "C" dao_status dao_snapshot_destroy(dao_snapshot* snapshot) {
 extern "C" dao_status dao_allocator_snapshot_json(dao_allocator* a, char* buffer, size_t capacity,
                                                   size_t* length) {
   return guarded([&] {
-    dao_allocator& h = checked(a, "dao_allocator_snapshot_json");
+    dao_allocator& h = checked_handle(a, "dao_allocator_snapshot_json");
     require_non_null(length, "dao_allocator_snapshot_json", "length");
     if (buffer == nullptr && capacity > 0) {
       throw invalid_argument("dao_allocator_snapshot_json: buffer is NULL but capacity is not 0");
     }
-    std::unique_ptr<dao_snapshot> snap = h.impl->snapshot();
+    std::unique_ptr<snapshot_data> snap = h.impl->snapshot();
     std::string json = to_json(h, *snap);
     if (capacity > 0) {
       std::size_t n = json.size() < capacity - 1 ? json.size() : capacity - 1;

@@ -6,7 +6,7 @@
 #include <memory>
 
 #include "capi/guard.hpp"
-#include "capi/handle_magic.hpp"
+#include "capi/handles.hpp"
 #include "resource/stream.hpp"
 #include "resource/system_resource.hpp"
 #include "util/format.hpp"

@@ -5,27 +5,16 @@
 #include <memory>
 
 #include "capi/guard.hpp"
-#include "capi/handle_magic.hpp"
+#include "capi/handles.hpp"
 #include "dao/tiered.h"
 #include "tiered/tiered_pool.hpp"
 #include "util/format.hpp"
-
-struct dao_tiered {
-  static constexpr std::uint64_t kMagic = 0x64616f7469657264ull;  // "daotierd"
-  std::uint64_t magic = kMagic;
-  std::unique_ptr<dao::detail::tiered_pool> impl;
-};
 
 namespace dao::detail {
 namespace {
 
 dao_tiered& checked_tiered(dao_tiered* pool, const char* function) {
-  require_non_null(pool, function, "pool");
-  if (!has_magic<dao_tiered>(pool)) {
-    throw invalid_argument(strprintf("%s: %p is not a live dao_tiered handle", function,
-                                     static_cast<void*>(pool)));
-  }
-  return *pool;
+  return checked_handle(pool, function);
 }
 
 dao_tensor& checked_tensor(const dao_tensor* tensor, const char* function, const char* name) {

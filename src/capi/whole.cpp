@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "capi/guard.hpp"
-#include "capi/handle_magic.hpp"
+#include "capi/handles.hpp"
 #include "capi/sized_struct.hpp"
 #include "dao/whole.h"
 #include "resource/system_resource.hpp"
@@ -18,48 +18,17 @@
 #include "whole/support.hpp"
 #include "whole/whole_memory.hpp"
 
-struct dao_comm {
-  static constexpr std::uint64_t kMagic = 0x64616f636f6d6d21ull;  // "daocomm!"
-  std::uint64_t magic = kMagic;
-  std::unique_ptr<dao::detail::whole::communicator> impl;
-};
-
-struct dao_whole {
-  static constexpr std::uint64_t kMagic = 0x64616f77686f6c65ull;  // "daowhole"
-  std::uint64_t magic = kMagic;
-  std::unique_ptr<dao::detail::whole::whole_memory> impl;
-};
-
 namespace dao::detail {
 namespace {
 
-using whole::outcome;
+using dao::detail::outcome;
 
 dao_comm& checked_comm(const dao_comm* comm, const char* function) {
-  require_non_null(comm, function, "comm");
-  if (!has_magic<dao_comm>(comm)) {
-    throw invalid_argument(strprintf("%s: %p is not a live dao_comm handle", function,
-                                     static_cast<const void*>(comm)));
-  }
-  return const_cast<dao_comm&>(*comm);
+  return checked_handle(comm, function);
 }
 
 dao_whole& checked_whole(const dao_whole* whole, const char* function) {
-  require_non_null(whole, function, "whole");
-  if (!has_magic<dao_whole>(whole)) {
-    throw invalid_argument(strprintf("%s: %p is not a live dao_whole handle", function,
-                                     static_cast<const void*>(whole)));
-  }
-  return const_cast<dao_whole&>(*whole);
-}
-
-// An enum as the int a C caller stored in it (it may hold any int).
-template <class E>
-int raw_enum(const E& e) noexcept {
-  static_assert(sizeof(E) == sizeof(int), "C enums are int-sized here");
-  int v;
-  std::memcpy(&v, &e, sizeof v);
-  return v;
+  return checked_handle(whole, function);
 }
 
 // Checks of a collective call's arguments, without the function prefix:
@@ -256,7 +225,7 @@ extern "C" dao_status dao_whole_create(dao_comm* comm, const dao_whole_desc* des
   return guarded([&] {
     dao_comm& c = checked_comm(comm, "dao_whole_create");
     whole::whole_params params;
-    const outcome pre = whole::capture([&] {
+    const outcome pre = capture([&] {
       need(out, "out");
       need(desc, "desc");
       need_size(desc, "desc", "dao_whole_desc");

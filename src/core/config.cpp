@@ -175,18 +175,47 @@ std::optional<std::string> config::take_string(std::string_view key) {
   return e->value;
 }
 
-void config::reject_unknown(std::initializer_list<std::string_view> known) const {
-  for (const entry& e : entries_) {
-    if (e.taken) continue;
-    std::string list;
-    for (std::string_view k : known) {
-      if (!list.empty()) list += ", ";
-      list.append(k.data(), k.size());
-    }
-    if (list.empty()) list = "(none)";
-    throw invalid_argument(strprintf("%s: unknown key '%s'; known keys: %s", context_.c_str(),
-                                     e.key.c_str(), list.c_str()));
+std::string config::take_prefixed(std::string_view prefix) {
+  std::string text;
+  for (entry& e : entries_) {
+    if (e.key.size() <= prefix.size() || e.key.compare(0, prefix.size(), prefix) != 0) continue;
+    e.taken = true;
+    if (!text.empty()) text += ',';
+    text.append(e.key, prefix.size(), std::string::npos);
+    text += '=';
+    text += e.value;
   }
+  return text;
+}
+
+namespace {
+
+template <class Keys>
+[[noreturn]] void throw_unknown_key(const std::string& context, const std::string& key,
+                                    const Keys& known) {
+  std::string list;
+  for (std::string_view k : known) {
+    if (!list.empty()) list += ", ";
+    list.append(k.data(), k.size());
+  }
+  if (list.empty()) list = "(none)";
+  throw invalid_argument(strprintf("%s: unknown key '%s'; known keys: %s", context.c_str(),
+                                   key.c_str(), list.c_str()));
+}
+
+}  // namespace
+
+void config::require_known(const std::vector<std::string_view>& known) const {
+  for (const entry& e : entries_) {
+    bool found = e.taken;
+    for (std::string_view k : known) found = found || e.key == k;
+    if (!found) throw_unknown_key(context_, e.key, known);
+  }
+}
+
+void config::reject_unknown(std::initializer_list<std::string_view> known) const {
+  for (const entry& e : entries_)
+    if (!e.taken) throw_unknown_key(context_, e.key, known);
 }
 
 }  // namespace dao::detail

@@ -27,6 +27,15 @@ class config {
   std::optional<bool> take_bool(std::string_view key);
   std::optional<std::string> take_string(std::string_view key);
 
+  // Takes every key that starts with `prefix` and returns them, without
+  // the prefix, as a config string ("k=v,k=v"; "" when there is none):
+  // the config of a stacked strategy (`upstream.chunk_size=4MiB`).
+  std::string take_prefixed(std::string_view prefix);
+
+  // Throws invalid_argument, before anything is taken, naming the first key
+  // that is not in `known` and listing the known keys.
+  void require_known(const std::vector<std::string_view>& known) const;
+
   // Throws invalid_argument if any key was not taken, listing the known keys.
   void reject_unknown(std::initializer_list<std::string_view> known) const;
 

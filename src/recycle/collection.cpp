@@ -1,28 +1,12 @@
 #include "recycle/collection.hpp"
 
-#include <cstdint>
-#include <cstring>
 
-#include "capi/guard.hpp"
 #include "core/error.hpp"
 #include "util/format.hpp"
 
 namespace dao::detail {
 
-dao_collection& checked_collection(dao_collection* c, const char* function) {
-  require_non_null(c, function, "collection");
-  std::uint64_t magic = 0;  // read as bytes: `c` may point at anything
-  if (reinterpret_cast<std::uintptr_t>(c) % alignof(dao_collection) == 0) {
-    std::memcpy(&magic, static_cast<const void*>(c), sizeof magic);
-  }
-  if (magic != dao_collection::kMagic) {
-    throw invalid_argument(strprintf("%s: %p is not a live dao_collection handle", function,
-                                     static_cast<void*>(c)));
-  }
-  return *c;
-}
-
-dao_recycle_pool* collection::add(const char* name, dao_place place, std::size_t element_size,
+recycle_pool& collection::add(const char* name, dao_place place, std::size_t element_size,
                                   int ndim, const std::size_t* shape, std::size_t max_buffers,
                                   std::size_t preallocate, const char* config) {
   static const char* const kFunction = "dao_collection_add";
@@ -35,20 +19,18 @@ dao_recycle_pool* collection::add(const char* name, dao_place place, std::size_t
           "dao_collection_add: the collection already has a pool named '%s'", name));
     }
   }
-  auto handle = std::make_unique<dao_recycle_pool>();
-  handle->impl = recycle_pool::create(place, element_size, ndim, shape, max_buffers, preallocate,
+  std::unique_ptr<recycle_pool> pool = recycle_pool::create(place, element_size, ndim, shape, max_buffers, preallocate,
                                       config, kFunction, name);
-  handle->in_collection = true;
-  entries_.push_back(entry{name, std::move(handle)});
-  return entries_.back().pool.get();
+  entries_.push_back(entry{name, std::move(pool)});
+  return *entries_.back().pool;
 }
 
-dao_recycle_pool* collection::find(const char* name) {
+recycle_pool& collection::find(const char* name) {
   require_non_null(name, "dao_collection_find", "name");
   std::lock_guard<std::mutex> lock(mutex_);
   std::string names;
   for (const entry& e : entries_) {
-    if (e.name == name) return e.pool.get();
+    if (e.name == name) return *e.pool;
     names += names.empty() ? "'" : ", '";
     names += e.name + "'";
   }
@@ -58,14 +40,13 @@ dao_recycle_pool* collection::find(const char* name) {
 
 void collection::close_all() noexcept {
   std::lock_guard<std::mutex> lock(mutex_);
-  for (const entry& e : entries_) e.pool->impl->close();
+  for (const entry& e : entries_) e.pool->close();
 }
 
-void collection::destroy_all() {
-  std::lock_guard<std::mutex> lock(mutex_);
+void collection::check_none_out() const {
   std::string busy_pools;
   for (const entry& e : entries_) {
-    recycle_pool::out_counts out = e.pool->impl->out_count();
+    recycle_pool::out_counts out = e.pool->out_count();
     if (out.held + out.queued == 0) continue;
     busy_pools += strprintf("%s'%s': %llu (%llu held, %llu queued)",
                             busy_pools.empty() ? "" : "; ", e.name.c_str(),
@@ -80,11 +61,6 @@ void collection::destroy_all() {
         "destroyed)",
         busy_pools.c_str()));
   }
-  for (entry& e : entries_) {
-    e.pool->magic = 0;
-    e.pool.reset();
-  }
-  entries_.clear();
 }
 
 }  // namespace dao::detail

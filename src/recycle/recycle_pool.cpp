@@ -9,13 +9,12 @@
 #include <thread>
 #include <utility>
 
-#include "capi/allocator_handle.hpp"
 #include "util/asan_poison.hpp"
-#include "capi/guard.hpp"
 #include "core/config.hpp"
 #include "core/error.hpp"
-#include "core/place_defaults.hpp"
+#include "strategy/place_defaults.hpp"
 #include "resource/system_resource.hpp"
+#include "util/cpu_relax.hpp"
 #include "util/format.hpp"
 
 namespace dao::detail {
@@ -24,15 +23,7 @@ namespace {
 
 using clock_type = std::chrono::steady_clock;
 
-inline void cpu_relax() noexcept {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__) || defined(__arm__)
-  __asm__ __volatile__("yield" ::: "memory");
-#endif
-}
-
-// dao_buffer::state: caller references in the low 32 bits, queued flag above.
+// recycle_buffer::state: caller references in the low 32 bits, queued flag above.
 constexpr std::uint64_t kRefMask = 0xffffffffull;
 constexpr std::uint64_t kQueuedBit = std::uint64_t(1) << 32;
 
@@ -230,20 +221,20 @@ std::unique_ptr<recycle_pool> recycle_pool::create(dao_place place, std::size_t 
                                                    const std::string& default_name) {
   pool_params p = check_params(element_size, ndim, shape, max_buffers, preallocate, config,
                                function, default_name);
-  dao_allocator& allocator = place_allocator(place);  // no_device / invalid_argument
+  strategy& allocator = place_strategy(place);  // no_device / invalid_argument
   std::unique_ptr<recycle_pool> pool(new recycle_pool(place, allocator, p.element_size, p.ndim,
                                                       p.shape, p.bytes, p.max_buffers, p.spin,
                                                       std::move(p.name)));
   // Preallocation: on failure the pool's destructor frees what was made.
   for (std::size_t i = 0; i < p.preallocate; ++i) {
-    dao_buffer* b = pool->create_buffer(false, function);
+    recycle_buffer* b = pool->create_buffer(false, function);
     pool->poison(b->data);
     pool->free_.push(b->index, [](std::uint64_t) {});
   }
   return pool;
 }
 
-recycle_pool::recycle_pool(dao_place place, dao_allocator& allocator, std::size_t element_size,
+recycle_pool::recycle_pool(dao_place place, strategy& allocator, std::size_t element_size,
                            int ndim, const std::size_t* shape, std::size_t bytes,
                            std::size_t max_buffers, std::uint32_t spin, std::string name)
     : place_(place),
@@ -254,11 +245,11 @@ recycle_pool::recycle_pool(dao_place place, dao_allocator& allocator, std::size_
       max_buffers_(max_buffers),
       spin_(spin),
       name_(std::move(name)),
-      records_(new dao_buffer[max_buffers]),
+      records_(new recycle_buffer[max_buffers]),
       free_(ring_capacity(max_buffers)),
       ready_(ring_capacity(max_buffers)) {
   for (int d = 0; d < ndim; ++d) shape_[d] = shape[d];
-  host_memory_ = allocator.impl->upstream().host_accessible();
+  host_memory_ = allocator.upstream().host_accessible();
 }
 
 recycle_pool::~recycle_pool() { free_all_memory(); }
@@ -274,11 +265,11 @@ void recycle_pool::unpoison(const void* data) const noexcept {
 void recycle_pool::free_all_memory() noexcept {
   const std::size_t n = created_.load(std::memory_order_acquire);
   for (std::size_t i = 0; i < n; ++i) {
-    dao_buffer& b = records_[i];
+    recycle_buffer& b = records_[i];
     b.magic = 0;
     unpoison(b.data);  // a free buffer is poisoned; the allocator takes it back whole
     try {
-      allocator_->impl->deallocate(b.data);
+      allocator_->deallocate(b.data);
     } catch (...) {
       // The place's allocator gave this pointer; it cannot refuse it.
     }
@@ -287,13 +278,13 @@ void recycle_pool::free_all_memory() noexcept {
   created_.store(0, std::memory_order_release);
 }
 
-dao_buffer* recycle_pool::create_buffer(bool held, const char* function) {
+recycle_buffer* recycle_pool::create_buffer(bool held, const char* function) {
   std::lock_guard<std::mutex> lock(create_mutex_);
   const std::size_t n = created_.load(std::memory_order_relaxed);
   if (n >= max_buffers_) return nullptr;
   void* data = nullptr;
   try {
-    data = allocator_->impl->allocate(bytes_, DAO_STREAM_DEFAULT);
+    data = allocator_->allocate(bytes_, DAO_STREAM_DEFAULT);
   } catch (const out_of_memory& e) {
     throw out_of_memory(strprintf("%s: pool '%s' could not make buffer %zu of at most %zu (%s "
                                   "on %s): %s",
@@ -301,13 +292,13 @@ dao_buffer* recycle_pool::create_buffer(bool held, const char* function) {
                                   format_bytes(bytes_).c_str(), place_to_string(place_).c_str(),
                                   e.what()));
   }
-  dao_buffer& b = records_[n];
+  recycle_buffer& b = records_[n];
   b.pool = this;
   b.data = data;
   b.index = static_cast<std::uint32_t>(n);
   b.state.store(held ? 1 : 0, std::memory_order_relaxed);
   b.sequence.store(UINT64_MAX, std::memory_order_relaxed);
-  b.magic = dao_buffer::kMagic;
+  b.magic = recycle_buffer::kMagic;
   created_.store(n + 1, std::memory_order_release);
   update_counts(held ? kHeld : kFree, held ? grown_held : grown_free);
   return &b;
@@ -483,10 +474,10 @@ dao_status recycle_pool::timeout_status(const char* function, const char* tried_
   return set_last_error(DAO_ERR_TIMEOUT, text);
 }
 
-bool recycle_pool::pop_free(dao_buffer*& out) noexcept {
+bool recycle_pool::pop_free(recycle_buffer*& out) noexcept {
   std::uint32_t i;
   if (!free_.try_pop(i)) return false;
-  dao_buffer& b = records_[i];
+  recycle_buffer& b = records_[i];
   unpoison(b.data);
   // A free buffer's state is 0 and nobody may change it (retain and release
   // refuse a free buffer without writing), so a plain store takes it.
@@ -496,10 +487,10 @@ bool recycle_pool::pop_free(dao_buffer*& out) noexcept {
   return true;
 }
 
-bool recycle_pool::pop_ready(dao_buffer*& out) noexcept {
+bool recycle_pool::pop_ready(recycle_buffer*& out) noexcept {
   std::uint32_t i;
   if (!ready_.try_pop(i)) return false;
-  dao_buffer& b = records_[i];
+  recycle_buffer& b = records_[i];
   // Clear the queued flag and give the queue's reference to the caller in
   // one step; holders that retained before submit may change the count
   // meanwhile, hence an atomic add rather than a store.
@@ -509,10 +500,10 @@ bool recycle_pool::pop_ready(dao_buffer*& out) noexcept {
   return true;
 }
 
-dao_status recycle_pool::acquire(double timeout, dao_buffer*& out) {
+dao_status recycle_pool::acquire(double timeout, recycle_buffer*& out) {
   static const char* const kFunction = "dao_recycle_acquire";
   check_timeout(timeout, kFunction);
-  dao_buffer* b = nullptr;
+  recycle_buffer* b = nullptr;
   auto try_once = [&] {
     if (closed_.load(std::memory_order_acquire)) return attempt::closed;
     return pop_free(b) ? attempt::got : attempt::none;
@@ -540,7 +531,7 @@ dao_status recycle_pool::acquire(double timeout, dao_buffer*& out) {
   }
 }
 
-dao_status recycle_pool::submit(dao_buffer& b) {
+dao_status recycle_pool::submit(recycle_buffer& b) {
   std::uint64_t s = b.state.load(std::memory_order_relaxed);
   for (;;) {
     if ((s & kQueuedBit) != 0) {
@@ -569,10 +560,10 @@ dao_status recycle_pool::submit(dao_buffer& b) {
   return DAO_OK;
 }
 
-dao_status recycle_pool::take(double timeout, dao_buffer*& out) {
+dao_status recycle_pool::take(double timeout, recycle_buffer*& out) {
   static const char* const kFunction = "dao_recycle_take";
   check_timeout(timeout, kFunction);
-  dao_buffer* b = nullptr;
+  recycle_buffer* b = nullptr;
   auto try_once = [&] {
     if (pop_ready(b)) return attempt::got;
     if (!closed_.load(std::memory_order_acquire)) return attempt::none;
@@ -603,20 +594,20 @@ void recycle_pool::close() noexcept {
   wake_all(ready_wait_);
 }
 
-dao_status recycle_pool::retain(dao_buffer& b) {
+dao_status recycle_pool::retain(recycle_buffer& b) {
   std::uint64_t s = b.state.load(std::memory_order_relaxed);
   for (;;) {
     const std::uint64_t refs = s & kRefMask;
     if (refs == 0) {
       throw invalid_state(strprintf(
-          "dao_buffer_retain: buffer %p of pool '%s' is %s: the caller holds no reference to "
+          "recycle_buffer_retain: buffer %p of pool '%s' is %s: the caller holds no reference to "
           "it; nothing changed",
           static_cast<void*>(&b), name_.c_str(),
           (s & kQueuedBit) != 0 ? "queued (submit moved the reference into the queue)"
                                 : "free (all its references were released)"));
     }
     if (refs == kRefMask) {
-      throw invalid_state(strprintf("dao_buffer_retain: buffer %p of pool '%s' already has %llu "
+      throw invalid_state(strprintf("recycle_buffer_retain: buffer %p of pool '%s' already has %llu "
                                     "references, the most it can have",
                                     static_cast<void*>(&b), name_.c_str(),
                                     static_cast<unsigned long long>(refs)));
@@ -627,12 +618,12 @@ dao_status recycle_pool::retain(dao_buffer& b) {
   }
 }
 
-dao_status recycle_pool::release(dao_buffer& b) {
+dao_status recycle_pool::release(recycle_buffer& b) {
   std::uint64_t s = b.state.load(std::memory_order_relaxed);
   for (;;) {
     if ((s & kRefMask) == 0) {
       throw invalid_state(strprintf(
-          "dao_buffer_release: buffer %p of pool '%s' is %s; nothing changed",
+          "recycle_buffer_release: buffer %p of pool '%s' is %s; nothing changed",
           static_cast<void*>(&b), name_.c_str(),
           (s & kQueuedBit) != 0
               ? "queued and the caller holds no reference to it (submit moved the reference "

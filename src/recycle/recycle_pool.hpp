@@ -2,7 +2,7 @@
 // buffers on one place, handed from fill threads to operate threads.
 //
 // Everything a pool needs in steady state exists from dao_recycle_create()
-// on: one array of buffer records (max_buffers entries, so a dao_buffer*
+// on: one array of buffer records (max_buffers entries, so a recycle_buffer*
 // handle is a stable address inside it), and two bounded MPMC rings of
 // record indices, the free list and the ready queue (Vyukov's queue: one
 // sequence number per cell), each with room for every buffer. Only buffer
@@ -30,19 +30,18 @@
 #include "dao/recycle.h"
 #include "dao/status.h"
 
-struct dao_allocator;
-
 namespace dao::detail {
-class recycle_pool;
-}  // namespace dao::detail
 
-// One buffer of a pool: an element of the pool's record array. The handle
-// the caller holds is the address of its record.
-struct alignas(64) dao_buffer {
+class recycle_pool;
+class strategy;
+
+// One buffer of a pool: an element of the pool's record array. The C API's
+// dao_buffer handle is the address of its record (src/capi/handles.hpp).
+struct alignas(64) recycle_buffer {
   static constexpr std::uint64_t kMagic = 0x64616f6275666672ull;  // "daobuffr"
 
-  std::uint64_t magic = 0;  // kMagic once the buffer exists
-  dao::detail::recycle_pool* pool = nullptr;
+  std::uint64_t magic = 0;  // kMagic once the buffer exists: a live record's stamp
+  recycle_pool* pool = nullptr;
   // References held by callers (low 32 bits) and the queued flag (bit 32):
   // free = 0; held = references >= 1, not queued; queued = flag set (its
   // references are those callers kept with retain before submit). Changed
@@ -54,8 +53,6 @@ struct alignas(64) dao_buffer {
   void* data = nullptr;
   std::uint32_t index = 0;
 };
-
-namespace dao::detail {
 
 // A bounded multi-producer multi-consumer ring of 32-bit values (Dmitry
 // Vyukov's queue). Capacity is a power of two; each cell carries the
@@ -121,12 +118,12 @@ class recycle_pool {
   // a working pipeline meets (timeout, closed) are returned as a status with
   // the thread's message set, without allocating; misuse (a buffer in the
   // wrong state: invalid_state), bad input and allocation failures throw.
-  dao_status acquire(double timeout, dao_buffer*& out);
-  dao_status submit(dao_buffer& buffer);
-  dao_status take(double timeout, dao_buffer*& out);
+  dao_status acquire(double timeout, recycle_buffer*& out);
+  dao_status submit(recycle_buffer& buffer);
+  dao_status take(double timeout, recycle_buffer*& out);
   void close() noexcept;
-  dao_status retain(dao_buffer& buffer);
-  dao_status release(dao_buffer& buffer);
+  dao_status retain(recycle_buffer& buffer);
+  dao_status release(recycle_buffer& buffer);
 
   // Fills every field of `out` after struct_size (see the .cpp on how
   // consistent the snapshot is).
@@ -150,14 +147,14 @@ class recycle_pool {
  private:
   enum class attempt { none, got, closed };
 
-  recycle_pool(dao_place place, dao_allocator& allocator, std::size_t element_size, int ndim,
+  recycle_pool(dao_place place, strategy& allocator, std::size_t element_size, int ndim,
                const std::size_t* shape, std::size_t bytes, std::size_t max_buffers,
                std::uint32_t spin, std::string name);
 
   // Makes the next buffer (held by the caller, or free and not yet in the
   // free list); nullptr when max_buffers exist. Throws out_of_memory naming
   // `function` and the pool.
-  dao_buffer* create_buffer(bool held, const char* function);
+  recycle_buffer* create_buffer(bool held, const char* function);
   void free_all_memory() noexcept;
   // Spins, then sleeps on `w`, until try_once() gives something or the
   // timeout (> 0, or < 0 for ever) runs out.
@@ -166,8 +163,8 @@ class recycle_pool {
                    std::atomic<std::uint64_t>& waits, std::atomic<std::uint64_t>& wait_ns);
   void wake_one(wait_point& w) noexcept;
   void wake_all(wait_point& w) noexcept;
-  bool pop_free(dao_buffer*& out) noexcept;
-  bool pop_ready(dao_buffer*& out) noexcept;
+  bool pop_free(recycle_buffer*& out) noexcept;
+  bool pop_ready(recycle_buffer*& out) noexcept;
   void update_counts(std::uint64_t delta, int grown) noexcept;
   dao_status closed_status(const char* function, const char* what) noexcept;
   dao_status timeout_status(const char* function, const char* tried_once, const char* waited,
@@ -180,7 +177,7 @@ class recycle_pool {
   void poison(const void* data) const noexcept;
   void unpoison(const void* data) const noexcept;
 
-  dao_allocator* allocator_;
+  strategy* allocator_;  // the place default
   bool host_memory_ = false;  // the place's memory is host memory: poisoned when free
   std::size_t element_size_;
   int ndim_;
@@ -189,7 +186,7 @@ class recycle_pool {
   std::size_t max_buffers_;
   std::uint32_t spin_;
   std::string name_;
-  std::unique_ptr<dao_buffer[]> records_;
+  std::unique_ptr<recycle_buffer[]> records_;
   std::atomic<bool> closed_{false};
 
   // --- the two rings ---
@@ -220,23 +217,5 @@ class recycle_pool {
   wait_point free_wait_;   // acquires waiting for a free buffer
   wait_point ready_wait_;  // takes waiting for a submitted buffer
 };
-
-}  // namespace dao::detail
-
-// The handle a caller holds for a pool.
-struct dao_recycle_pool {
-  static constexpr std::uint64_t kMagic = 0x64616f72637963ull;  // "daorcyc"
-
-  std::uint64_t magic = kMagic;
-  std::unique_ptr<dao::detail::recycle_pool> impl;
-  bool in_collection = false;  // owned by a dao_collection
-};
-
-namespace dao::detail {
-
-// Throws invalid_argument naming `function` when the handle is NULL or not
-// a live pool / buffer.
-dao_recycle_pool& checked_pool(dao_recycle_pool* pool, const char* function);
-dao_buffer& checked_buffer(const dao_buffer* buffer, const char* function);
 
 }  // namespace dao::detail

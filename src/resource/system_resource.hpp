@@ -9,39 +9,20 @@
 #include <string>
 
 #include "dao/place.h"
+#include "resource/memory_source.hpp"
+#include "util/raw_enum.hpp"
 
 namespace dao::detail {
 
 class stream_impl;
 class event_impl;
 
-// Every pointer a system resource hands out is aligned at least this much.
-inline constexpr std::size_t kMinAlignment = 256;
-
-struct memory_info {
-  std::size_t free_bytes = 0;
-  std::size_t total_bytes = 0;
-};
-
-// Memory of one place, straight from the OS or driver. Implementations are
-// thread safe and live until the process ends.
-class system_resource {
+// Memory of one place, straight from the OS or driver: the bottom of every
+// stack of memory sources. Implementations are thread safe and live until
+// the process ends. They also make the place's streams and events.
+class system_resource : public memory_source {
  public:
-  virtual ~system_resource() = default;
-
-  // Returns `bytes` (> 0) aligned to >= kMinAlignment. Throws out_of_memory
-  // when the place has no room (message says how much it has),
-  // backend_error when the driver fails otherwise.
-  virtual void* allocate(std::size_t bytes) = 0;
-
-  // Gives back what allocate() returned, with the same `bytes`.
-  virtual void deallocate(void* p, std::size_t bytes) noexcept = 0;
-
-  virtual dao_place place() const noexcept = 0;
-  virtual memory_info info() const = 0;
-
-  // Whether host code may read and write this memory directly.
-  virtual bool host_accessible() const noexcept = 0;
+  system_resource& resource() noexcept final { return *this; }
 
   // --- streams and events of this place (see resource/stream.hpp) ---
   // The defaults run everything at once on the calling thread (the CPU
@@ -50,26 +31,6 @@ class system_resource {
   // Adopts a native stream (CUstream); throws unsupported where there is none.
   virtual std::unique_ptr<stream_impl> wrap_stream(void* native);
   virtual std::unique_ptr<event_impl> create_event();
-
-  // --- virtual memory: reserve addresses, then map and unmap memory in them.
-  // Lets the caching strategy grow one contiguous arena instead of carving
-  // separate segments (no fragmentation across segments). Resources without
-  // it keep the defaults (granularity 0: not supported).
-  virtual std::size_t map_granularity() const noexcept { return 0; }
-  // The page size the memory is backed with when larger than the
-  // granularity (host memory in transparent huge pages), else 0. Giving back
-  // part of such a page splits it into small pages for good: callers that
-  // can choose what to unmap prefer whole ones.
-  virtual std::size_t large_page_size() const noexcept { return 0; }
-  // Reserves `bytes` (a multiple of the granularity) of addresses, mapping
-  // nothing; costs no memory. Throws out_of_memory / backend_error.
-  virtual void* reserve_addresses(std::size_t bytes);
-  virtual void release_addresses(void* base, std::size_t bytes) noexcept;
-  // Backs [addr, addr+bytes) (granularity-aligned, inside a reservation)
-  // with memory. Throws out_of_memory when the place is full; maps nothing
-  // then.
-  virtual void map(void* addr, std::size_t bytes);
-  virtual void unmap(void* addr, std::size_t bytes) noexcept;
 };
 
 // All places of one kind: counts devices and hands out their resources.
@@ -89,15 +50,8 @@ class backend {
   virtual system_resource& resource(int device) = 0;
 };
 
-// A kind exactly as a C caller passed it. C may pass any int in an enum, but
-// C++ must not load an enum holding a value outside its enumerators, so the
-// C API reads kinds as plain ints through this and validates them.
-inline int raw_kind(const dao_place_kind& kind) noexcept {
-  static_assert(sizeof(dao_place_kind) == sizeof(int), "dao_place_kind is int-sized");
-  int value;
-  std::memcpy(&value, &kind, sizeof value);
-  return value;
-}
+// A kind exactly as a C caller passed it (util/raw_enum.hpp says why).
+inline int raw_kind(const dao_place_kind& kind) noexcept { return raw_enum(kind); }
 
 // Backends by kind (src/resource/*.cpp). Each is a process-lifetime singleton.
 backend& host_backend();

@@ -73,16 +73,16 @@ void host_decommit(void* addr, std::size_t bytes) noexcept {
   mprotect(addr, bytes, PROT_NONE);
 }
 
-// Defaults for resources without virtual memory.
-void* system_resource::reserve_addresses(std::size_t) {
+// Defaults for memory sources without virtual memory.
+void* memory_source::reserve_addresses(std::size_t) {
   throw unsupported(strprintf("%s: virtual memory (reserve and map) is not supported",
                               place_to_string(place()).c_str()));
 }
-void system_resource::release_addresses(void*, std::size_t) noexcept {}
-void system_resource::map(void*, std::size_t) {
+void memory_source::release_addresses(void*, std::size_t) noexcept {}
+void memory_source::map(void*, std::size_t) {
   throw unsupported(strprintf("%s: virtual memory (reserve and map) is not supported",
                               place_to_string(place()).c_str()));
 }
-void system_resource::unmap(void*, std::size_t) noexcept {}
+void memory_source::unmap(void*, std::size_t) noexcept {}
 
 }  // namespace dao::detail

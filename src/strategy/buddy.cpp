@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/error.hpp"
+#include "resource/system_resource.hpp"
 #include "util/format.hpp"
 
 namespace dao::detail {
@@ -19,7 +20,7 @@ std::size_t floor_power_of_two(std::size_t x) noexcept {
 
 }  // namespace
 
-buddy_options buddy_options::from_config(config& cfg, const system_resource& upstream) {
+buddy_options buddy_options::from_config(config& cfg, const memory_source& upstream) {
   buddy_options o;
   // A chunk is at most a quarter of a device, so a small device still holds
   // several and the pool can give whole ones back.
@@ -30,7 +31,7 @@ buddy_options buddy_options::from_config(config& cfg, const system_resource& ups
   }
   if (auto v = cfg.take_size("min_block")) o.min_block = *v;
   if (auto v = cfg.take_size("chunk_size")) o.chunk_size = *v;
-  if (auto v = cfg.take_size("max_pool")) o.max_pool = *v;
+  o.limit = limit_spec::take(cfg, false);
   if (auto v = cfg.take_size("initial_pool")) o.initial_pool = *v;
   cfg.reject_unknown({"min_block", "chunk_size", "max_pool", "initial_pool"});
 
@@ -47,17 +48,18 @@ buddy_options buddy_options::from_config(config& cfg, const system_resource& ups
     throw invalid_argument(strprintf("%s: chunk_size/min_block must be below 2^%d", ctx,
                                      kBuddyMaxOrders));
   }
-  if (o.max_pool != 0 && o.initial_pool > o.max_pool) {
+  if (o.limit.max_pool != 0 && o.initial_pool > o.limit.max_pool) {
     throw invalid_argument(strprintf("%s: initial_pool (%s) is larger than max_pool (%s)", ctx,
                                      format_bytes(o.initial_pool).c_str(),
-                                     format_bytes(o.max_pool).c_str()));
+                                     format_bytes(o.limit.max_pool).c_str()));
   }
   return o;
 }
 
-buddy_strategy::buddy_strategy(system_resource& upstream, const buddy_options& options)
+buddy_strategy::buddy_strategy(memory_source& upstream, const buddy_options& options)
     : strategy(upstream),
       options_(options),
+      source_(upstream, options.limit),
       top_order_(log2_exact(options.chunk_size) - log2_exact(options.min_block)) {
   std::fill(std::begin(free_heads_), std::end(free_heads_), kNone);
   host_memory_ = upstream.host_accessible();
@@ -70,8 +72,8 @@ buddy_strategy::buddy_strategy(system_resource& upstream, const buddy_options& o
       reserve_bookkeeping();
       const std::size_t remaining = options_.initial_pool - counters_.reserved_bytes;
       int order = std::min(top_order_, order_for(remaining));
-      if (options_.max_pool != 0) {
-        const std::size_t room = options_.max_pool - counters_.reserved_bytes;
+      if (options_.limit.any()) {
+        const std::size_t room = source_.limit().cap() - source_.limit().used();
         while (order > 0 && order_bytes(order) > room) --order;
         if (order_bytes(order) > room) break;  // not even min_block is left
       }
@@ -88,9 +90,9 @@ buddy_strategy::~buddy_strategy() {
   for (const chunk& c : chunks_) {
     if (!c.live) continue;
     unpoison(c.base, order_bytes(c.order));
-    upstream().deallocate(reinterpret_cast<void*>(c.base), order_bytes(c.order));
+    source_.deallocate(reinterpret_cast<void*>(c.base), order_bytes(c.order));
   }
-  for (const auto& [addr, lb] : large_) upstream().deallocate(reinterpret_cast<void*>(addr), lb.bytes);
+  for (const auto& [addr, lb] : large_) source_.deallocate(reinterpret_cast<void*>(addr), lb.bytes);
 }
 
 int buddy_strategy::order_for(std::size_t bytes) const noexcept {
@@ -151,7 +153,7 @@ out_of_memory buddy_strategy::oom(std::size_t bytes, const char* why) const {
       format_bytes(counters_.allocated_bytes).c_str(),
       format_bytes(counters_.reserved_bytes - counters_.allocated_bytes).c_str(),
       format_bytes(largest_free_block()).c_str(),
-      options_.max_pool != 0 ? format_bytes(options_.max_pool).c_str() : "unlimited"));
+      options_.limit.any() ? format_bytes(options_.limit.max_pool).c_str() : "unlimited"));
 }
 
 // Makes room in every bookkeeping table for one more chunk and a full chain
@@ -172,12 +174,10 @@ void buddy_strategy::reserve_bookkeeping() {
 void buddy_strategy::grow(int order, bool may_release_idle) {
   std::size_t wanted = order_bytes(top_order_);
   std::size_t needed = order_bytes(order);
-  auto fits_cap = [&](std::size_t bytes) {
-    return options_.max_pool == 0 || counters_.reserved_bytes + bytes <= options_.max_pool;
-  };
+  auto fits_cap = [&](std::size_t bytes) { return source_.limit().fits(bytes); };
   auto try_allocate = [&](std::size_t bytes) -> void* {
     try {
-      return upstream().allocate(bytes);
+      return source_.allocate(bytes);
     } catch (const out_of_memory&) {
       return nullptr;
     }
@@ -258,10 +258,7 @@ void* buddy_strategy::allocate(std::size_t bytes, dao_stream) {
 
 void* buddy_strategy::allocate_large(std::size_t bytes) {
   std::lock_guard<fast_mutex> lock(mutex_);
-  auto over_cap = [&] {
-    return options_.max_pool != 0 &&
-           (bytes > options_.max_pool || counters_.reserved_bytes > options_.max_pool - bytes);
-  };
+  auto over_cap = [&] { return !source_.limit().fits(bytes); };
   if (over_cap() && (release_free_chunks() == 0 || over_cap())) {
     ++counters_.failed_alloc_count;
     throw oom(bytes, "max_pool would be exceeded");
@@ -270,13 +267,13 @@ void* buddy_strategy::allocate_large(std::size_t bytes) {
   large_.reserve(large_.size() + 1);
   void* p = nullptr;
   try {
-    p = upstream().allocate(bytes);
+    p = source_.allocate(bytes);
   } catch (const out_of_memory&) {
     // Idle chunks may be what stands in the way: give them back, try again.
     if (release_free_chunks() > 0) {
       ++counters_.alloc_retry_count;
       try {
-        p = upstream().allocate(bytes);
+        p = source_.allocate(bytes);
       } catch (const out_of_memory&) {
       }
     }
@@ -288,7 +285,7 @@ void* buddy_strategy::allocate_large(std::size_t bytes) {
   try {
     large_.emplace(reinterpret_cast<std::uintptr_t>(p), large_block{bytes, bytes});
   } catch (...) {
-    upstream().deallocate(p, bytes);
+    source_.deallocate(p, bytes);
     throw;
   }
   counters_.on_system_alloc(bytes);
@@ -308,7 +305,7 @@ void buddy_strategy::deallocate(void* p) {
           "(allocated elsewhere, already freed, or not the start of a block)",
           place_to_string(upstream().place()).c_str(), p));
     }
-    upstream().deallocate(p, it->second.bytes);
+    source_.deallocate(p, it->second.bytes);
     counters_.on_free(it->second.bytes, it->second.requested);
     counters_.on_system_free(it->second.bytes);
     large_.erase(it);
@@ -363,7 +360,7 @@ std::size_t buddy_strategy::release_free_chunks() {
     by_address_.erase(c.base);
     spare_records_.push_back(index);
     unpoison(c.base, order_bytes(c.order));
-    upstream().deallocate(reinterpret_cast<void*>(c.base), order_bytes(c.order));
+    source_.deallocate(reinterpret_cast<void*>(c.base), order_bytes(c.order));
     counters_.on_system_free(order_bytes(c.order));
     released += order_bytes(c.order);
     c.live = false;
@@ -398,7 +395,7 @@ std::string buddy_strategy::effective_config() const {
   return strprintf("min_block=%s,chunk_size=%s,max_pool=%s,initial_pool=%s",
                    format_size_exact(options_.min_block).c_str(),
                    format_size_exact(options_.chunk_size).c_str(),
-                   format_size_exact(options_.max_pool).c_str(),
+                   format_size_exact(options_.limit.max_pool).c_str(),
                    format_size_exact(options_.initial_pool).c_str());
 }
 

@@ -18,6 +18,7 @@
 
 #include "core/config.hpp"
 #include "core/error.hpp"
+#include "strategy/limit.hpp"
 #include "strategy/strategy.hpp"
 #include "util/asan_poison.hpp"
 #include "util/fast_mutex.hpp"
@@ -31,17 +32,17 @@ inline constexpr int kBuddyMaxOrders = 48;
 struct buddy_options {
   std::size_t min_block = 256;
   std::size_t chunk_size = std::size_t(64) << 20;
-  std::size_t max_pool = 0;  // 0: no cap
+  limit_spec limit;  // max_pool only (0: no cap)
   std::size_t initial_pool = 0;
 
   // Defaults for `upstream` (chunk_size clamped to a quarter of its
   // capacity), overridden by the keys of `cfg`; validates everything.
-  static buddy_options from_config(config& cfg, const system_resource& upstream);
+  static buddy_options from_config(config& cfg, const memory_source& upstream);
 };
 
 class buddy_strategy final : public strategy {
  public:
-  buddy_strategy(system_resource& upstream, const buddy_options& options);
+  buddy_strategy(memory_source& upstream, const buddy_options& options);
   ~buddy_strategy() override;
 
   void* allocate(std::size_t bytes, dao_stream stream) override;
@@ -100,6 +101,7 @@ class buddy_strategy final : public strategy {
   }
 
   buddy_options options_;
+  limit_source source_;  // the upstream, capped by max_pool
   bool host_memory_ = false;  // upstream().host_accessible(), for poisoning
   int top_order_;  // order of a full chunk
 

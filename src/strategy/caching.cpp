@@ -5,6 +5,7 @@
 #include <cstring>
 #include <iterator>
 
+#include "resource/system_resource.hpp"
 #include "util/format.hpp"
 
 namespace dao::detail {
@@ -42,7 +43,7 @@ double parse_fraction_or_none(const std::string& text, const char* key, const ch
 
 // ---------------------------------------------------------------- options
 
-caching_options caching_options::from_config(config& cfg, const system_resource& upstream) {
+caching_options caching_options::from_config(config& cfg, const memory_source& upstream) {
   caching_options o;
   const char* ctx = cfg.context().c_str();
   if (auto v = cfg.take_size("max_split_size")) o.max_split_size = *v == 0 ? SIZE_MAX : *v;
@@ -123,7 +124,7 @@ std::string caching_strategy::effective_config() const {
 
 // ------------------------------------------------------------ construction
 
-caching_strategy::caching_strategy(system_resource& upstream, const caching_options& options)
+caching_strategy::caching_strategy(memory_source& upstream, const caching_options& options)
     : strategy(upstream), options_(options) {
   grow_bookkeeping();
   new_record();  // kScratch: a sink for links to no block, never a block
@@ -998,7 +999,7 @@ std::size_t caching_strategy::record_uses(std::uint32_t index) {
         event = std::move(spare_events_.back());
         spare_events_.pop_back();
       } else {
-        event = upstream().create_event();
+        event = upstream().resource().create_event();
       }
       other->impl->record(*event);
       pending_.push_back(pending_free{std::move(event), index});
@@ -1223,10 +1224,10 @@ void caching_strategy::reset_accumulated() {
   counters_.reset_accumulated();
 }
 
-std::unique_ptr<dao_snapshot> caching_strategy::snapshot() const {
+std::unique_ptr<snapshot_data> caching_strategy::snapshot() const {
   std::lock_guard<fast_mutex> lock(mutex_);
   merge_all_recent();  // the blocks as they would be with every free merged
-  auto snap = std::make_unique<dao_snapshot>();
+  auto snap = std::make_unique<snapshot_data>();
   std::vector<std::uint32_t> order;
   for (std::uint32_t i = 0; i < segments_.size(); ++i)
     if (segments_[i].live) order.push_back(i);
@@ -1234,7 +1235,7 @@ std::unique_ptr<dao_snapshot> caching_strategy::snapshot() const {
             [&](std::uint32_t a, std::uint32_t b) { return segments_[a].base < segments_[b].base; });
   for (std::uint32_t si : order) {
     const segment& seg = segments_[si];
-    dao_snapshot::segment out;
+    snapshot_data::segment out;
     out.info.struct_size = sizeof(dao_segment_info);
     out.info.address = seg.base;
     out.info.size = seg.size;

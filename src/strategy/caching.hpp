@@ -61,12 +61,12 @@ struct caching_options {
   bool fast_reuse = false;                 // freed blocks wait unmerged in size-class
                                            // lists, merged before memory would grow
 
-  static caching_options from_config(config& cfg, const system_resource& upstream);
+  static caching_options from_config(config& cfg, const memory_source& upstream);
 };
 
 class caching_strategy final : public strategy {
  public:
-  caching_strategy(system_resource& upstream, const caching_options& options);
+  caching_strategy(memory_source& upstream, const caching_options& options);
   ~caching_strategy() override;
 
   void* allocate(std::size_t bytes, dao_stream stream) override;
@@ -78,7 +78,7 @@ class caching_strategy final : public strategy {
   void reset_accumulated() override;
   bool stat(int metric, int pool, dao_stat& out) const override;
   void record_stream(void* p, dao_stream stream) override;
-  std::unique_ptr<dao_snapshot> snapshot() const override;
+  std::unique_ptr<snapshot_data> snapshot() const override;
   const char* name() const noexcept override { return "caching"; }
   std::string effective_config() const override;
 

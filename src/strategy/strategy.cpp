@@ -2,6 +2,7 @@
 #include "strategy/strategy.hpp"
 
 #include "core/error.hpp"
+#include "resource/system_resource.hpp"
 #include "util/format.hpp"
 
 namespace dao::detail {
@@ -23,7 +24,24 @@ void strategy::record_stream(void* p, dao_stream) {
       name(), place_to_string(upstream().place()).c_str()));
 }
 
-std::unique_ptr<dao_snapshot> strategy::snapshot() const {
+std::string strategy::full_config() const {
+  std::string text = effective_config();
+  if (below_ == nullptr) return text;
+  if (!text.empty()) text += ',';
+  text += "upstream=";
+  text += below_->name();
+  const std::string inner = below_->full_config();
+  for (std::size_t start = 0; start < inner.size();) {
+    std::size_t end = inner.find(',', start);
+    if (end == std::string::npos) end = inner.size();
+    text += ",upstream.";
+    text.append(inner, start, end - start);
+    start = end + 1;
+  }
+  return text;
+}
+
+std::unique_ptr<snapshot_data> strategy::snapshot() const {
   throw unsupported(strprintf("%s allocator on %s keeps no segments to snapshot (the \"caching\" "
                               "strategy does)",
                               name(), place_to_string(upstream().place()).c_str()));

@@ -1,7 +1,9 @@
-// The strategy layer: allocators that take memory from an upstream system
-// resource and hand it out. A new strategy implements the pure virtual
-// methods below and registers itself in strategy/factory.cpp; the C API,
-// the place defaults and the conformance tests then cover it.
+// The strategy layer: allocators that take memory from an upstream memory
+// source (a place's system resource, or another strategy) and hand it out.
+// A new strategy implements the pure virtual methods below and gets a row in
+// strategy/registry.cpp (and its name in strategy/strategy_list.h); the C
+// API, the place defaults, the conformance tests, the soak and the fuzzers
+// then cover it.
 #pragma once
 
 #include <cstddef>
@@ -12,20 +14,19 @@
 
 #include "dao/allocator.h"
 #include "dao/stream.h"
-#include "resource/system_resource.hpp"
+#include "resource/memory_source.hpp"
 
-// An immutable copy of a strategy's segments and blocks (dao_snapshot).
-struct dao_snapshot {
-  static constexpr std::uint64_t kMagic = 0x64616f736e617000ull;  // "daosnap"
-  std::uint64_t magic = kMagic;  // first: checked on every call (capi/handle_magic.hpp)
+namespace dao::detail {
+
+// An immutable copy of a strategy's segments and blocks (the C API wraps it
+// in a dao_snapshot).
+struct snapshot_data {
   struct segment {
     dao_segment_info info;
     std::vector<dao_block_info> blocks;
   };
   std::vector<segment> segments;
 };
-
-namespace dao::detail {
 
 // One statistic: current value, peak, and accumulated increases/decreases.
 struct stat_value {
@@ -148,7 +149,7 @@ struct allocator_counters {
 
 class strategy {
  public:
-  explicit strategy(system_resource& upstream) : upstream_(upstream) {}
+  explicit strategy(memory_source& upstream) : upstream_(upstream) {}
   virtual ~strategy() = default;
   strategy(const strategy&) = delete;
   strategy& operator=(const strategy&) = delete;
@@ -177,16 +178,34 @@ class strategy {
   // Stream-ordered strategies override these two; the defaults throw
   // unsupported (after checking that `p` is live).
   virtual void record_stream(void* p, dao_stream stream);
-  virtual std::unique_ptr<dao_snapshot> snapshot() const;
+  virtual std::unique_ptr<snapshot_data> snapshot() const;
 
   virtual const char* name() const noexcept = 0;
-  // Every config key with its effective value, parseable again.
+  // Every config key of this strategy with its effective value, parseable
+  // again.
   virtual std::string effective_config() const = 0;
 
-  system_resource& upstream() const noexcept { return upstream_; }
+  // effective_config() and, for a stacked strategy, `upstream=<name>` and
+  // the upstream's own full config with every key prefixed `upstream.`.
+  std::string full_config() const;
+
+  memory_source& upstream() const noexcept { return upstream_; }
+
+  // Stacking (config key `upstream`): takes ownership of the source this
+  // strategy was built on, which wraps `below`, so that it lives as long as
+  // this strategy (it is destroyed after the derived class has given back
+  // its memory).
+  void adopt_upstream(std::unique_ptr<memory_source> source, const strategy* below) noexcept {
+    owned_upstream_ = std::move(source);
+    below_ = below;
+  }
+  // The strategy this one takes its memory from, or nullptr.
+  const strategy* below() const noexcept { return below_; }
 
  private:
-  system_resource& upstream_;
+  memory_source& upstream_;
+  std::unique_ptr<memory_source> owned_upstream_;
+  const strategy* below_ = nullptr;
 };
 
 }  // namespace dao::detail

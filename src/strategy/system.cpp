@@ -1,11 +1,12 @@
 #include "strategy/system.hpp"
 
 #include "core/error.hpp"
+#include "resource/system_resource.hpp"
 #include "util/format.hpp"
 
 namespace dao::detail {
 
-system_strategy::system_strategy(system_resource& upstream, config& cfg) : strategy(upstream) {
+system_strategy::system_strategy(memory_source& upstream, config& cfg) : strategy(upstream) {
   cfg.reject_unknown({});
 }
 

@@ -13,7 +13,7 @@ namespace dao::detail {
 
 class system_strategy final : public strategy {
  public:
-  system_strategy(system_resource& upstream, config& cfg);
+  system_strategy(memory_source& upstream, config& cfg);
   ~system_strategy() override;
 
   void* allocate(std::size_t bytes, dao_stream stream) override;

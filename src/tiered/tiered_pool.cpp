@@ -10,10 +10,9 @@
 #include <system_error>
 #include <unordered_set>
 
-#include "capi/allocator_handle.hpp"
 #include "core/config.hpp"
 #include "core/error.hpp"
-#include "core/place_defaults.hpp"
+#include "strategy/place_defaults.hpp"
 #include "resource/system_resource.hpp"
 #include "strategy/strategy.hpp"
 #include "util/format.hpp"
@@ -149,8 +148,8 @@ tiered_pool::tiered_pool(dao_place device, dao_place host, std::size_t device_bu
   host_place_ = host;
   budget_ = device_budget;
 
-  dao_allocator& dev_alloc = place_allocator(device_);
-  device_base_ = dev_alloc.impl->allocate(device_budget, DAO_STREAM_DEFAULT);
+  strategy& dev_alloc = place_strategy(device_);
+  device_base_ = dev_alloc.allocate(device_budget, DAO_STREAM_DEFAULT);
   try {
     compute_ = make_stream(*device_resource_, device_);
     h2d_ = make_stream(*device_resource_, device_);
@@ -168,7 +167,7 @@ tiered_pool::tiered_pool(dao_place device, dao_place host, std::size_t device_bu
     destroy_stream(compute_);
     destroy_stream(h2d_);
     destroy_stream(d2h_);
-    dev_alloc.impl->deallocate(device_base_);
+    dev_alloc.deallocate(device_base_);
     throw;
   }
 }
@@ -191,7 +190,7 @@ tiered_pool::~tiered_pool() {
   }
   tensors_.clear();
   try {
-    place_allocator(device_).impl->deallocate(device_base_);
+    place_strategy(device_).deallocate(device_base_);
   } catch (...) {
   }
 }
@@ -315,7 +314,7 @@ void tiered_pool::write(dao_tensor& t, const void* src, std::size_t bytes) {
   }
   void* staging = nullptr;
   try {
-    staging = place_allocator(host_place_).impl->allocate(bytes, DAO_STREAM_DEFAULT);
+    staging = place_strategy(host_place_).allocate(bytes, DAO_STREAM_DEFAULT);
   } catch (...) {
     std::lock_guard<std::mutex> lock(mu_);
     stats_.host_bytes -= bytes;
@@ -641,7 +640,7 @@ void tiered_pool::set_device_bytes(std::int64_t delta) noexcept {
 }
 
 void* tiered_pool::host_allocate(std::size_t bytes) {
-  void* p = place_allocator(host_place_).impl->allocate(bytes, DAO_STREAM_DEFAULT);
+  void* p = place_strategy(host_place_).allocate(bytes, DAO_STREAM_DEFAULT);
   stats_.host_bytes += bytes;
   stats_.peak_host_bytes = std::max(stats_.peak_host_bytes, stats_.host_bytes);
   return p;
@@ -649,7 +648,7 @@ void* tiered_pool::host_allocate(std::size_t bytes) {
 
 void tiered_pool::host_free(void* p, std::size_t bytes) noexcept {
   try {
-    place_allocator(host_place_).impl->deallocate(p);
+    place_strategy(host_place_).deallocate(p);
   } catch (...) {
   }
   stats_.host_bytes -= bytes;

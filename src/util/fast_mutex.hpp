@@ -9,6 +9,8 @@
 #include <atomic>
 #include <cstdint>
 
+#include "util/cpu_relax.hpp"
+
 #if defined(__linux__)
 #include <linux/futex.h>
 #include <sys/syscall.h>
@@ -55,9 +57,7 @@ class fast_mutex {
                                          std::memory_order_relaxed))
           return;
       }
-#if defined(__x86_64__) || defined(__i386__)
-      __builtin_ia32_pause();
-#endif
+      cpu_relax();
     }
     // From here on the lock is taken as "with sleepers", so that the unlock
     // that follows wakes the next waiter.

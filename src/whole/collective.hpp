@@ -8,8 +8,6 @@
 #pragma once
 
 #include <cstdint>
-#include <exception>
-#include <new>
 #include <string>
 #include <utility>
 #include <vector>
@@ -27,30 +25,6 @@ enum class call_kind : std::uint32_t {
   whole_load = 5,
   comm_barrier = 6,
 };
-
-// A failure on this rank, or none.
-struct outcome {
-  dao_status status = DAO_OK;
-  std::string message;
-  bool ok() const noexcept { return status == DAO_OK; }
-};
-
-// Runs `step`, turning what it throws into an outcome.
-template <class Step>
-outcome capture(Step&& step) noexcept {
-  try {
-    std::forward<Step>(step)();
-    return {};
-  } catch (const error& e) {
-    return {e.status(), e.what()};
-  } catch (const std::bad_alloc&) {
-    return {DAO_ERR_OUT_OF_MEMORY, "host memory for libdao's bookkeeping is exhausted"};
-  } catch (const std::exception& e) {
-    return {DAO_ERR_INTERNAL, e.what()};
-  } catch (...) {
-    return {DAO_ERR_INTERNAL, "unknown internal error"};
-  }
-}
 
 // One argument that every rank must pass alike.
 struct call_arg {

@@ -7,9 +7,8 @@
 // windows MPI serves fastest).
 #include <memory>
 
-#include "capi/allocator_handle.hpp"
 #include "core/error.hpp"
-#include "core/place_defaults.hpp"
+#include "strategy/place_defaults.hpp"
 #include "dao/stream.h"
 #include "dao/whole.h"
 #include "resource/system_resource.hpp"
@@ -31,8 +30,8 @@ class parts_storage final : public storage {
   }
 
   void allocate_own(std::size_t bytes) {
-    dao_allocator& a = place_allocator(place_);
-    own_ = static_cast<char*>(a.impl->allocate(bytes, DAO_STREAM_DEFAULT));
+    strategy& a = place_strategy(place_);
+    own_ = static_cast<char*>(a.allocate(bytes, DAO_STREAM_DEFAULT));
     allocator_ = &a;
     parts_[static_cast<std::size_t>(rank_)] = own_;
   }
@@ -60,7 +59,7 @@ class parts_storage final : public storage {
   void free_own() noexcept {
     if (own_ != nullptr) {
       try {
-        allocator_->impl->deallocate(own_);
+        allocator_->deallocate(own_);
       } catch (...) {
         // The place allocator handed this block out; it cannot refuse it.
       }
@@ -69,7 +68,7 @@ class parts_storage final : public storage {
   }
 
   int rank_;
-  dao_allocator* allocator_ = nullptr;
+  strategy* allocator_ = nullptr;
   char* own_ = nullptr;
 };
 

@@ -1,12 +1,12 @@
-// The place-level default allocators behind dao_alloc / dao_free / dao_used:
+// The place-level default strategies behind dao_alloc / dao_free / dao_used:
 // one per place, created on first use from DAO_ALLOCATOR[_<KIND>] and
 // DAO_ALLOC_CONF[_<KIND>].
 #pragma once
 
 #include <string>
 
-#include "dao/allocator.h"
 #include "dao/place.h"
+#include "strategy/strategy.hpp"
 
 namespace dao::detail {
 
@@ -21,9 +21,9 @@ struct default_config {
 // unknown kind.
 const default_config& default_config_for(int kind);
 
-// The default allocator of `place`, created on first use (thread safe).
-// Throws invalid_argument / no_device for a bad place, invalid_argument
-// naming the variable for a malformed environment.
-dao_allocator& place_allocator(dao_place place);
+// The default strategy of `place`, created on first use (thread safe) and
+// never destroyed. Throws invalid_argument / no_device for a bad place,
+// invalid_argument naming the variable for a malformed environment.
+strategy& place_strategy(dao_place place);
 
 }  // namespace dao::detail

@@ -1,13 +1,13 @@
-#include "core/place_defaults.hpp"
+#include "strategy/place_defaults.hpp"
 
 #include <array>
 #include <atomic>
 #include <cstdlib>
 #include <mutex>
 
-#include "capi/allocator_handle.hpp"
 #include "core/error.hpp"
-#include "strategy/factory.hpp"
+#include "resource/system_resource.hpp"
+#include "strategy/registry.hpp"
 #include "util/format.hpp"
 
 namespace dao::detail {
@@ -47,9 +47,7 @@ std::array<default_config, DAO_PLACE_KIND_COUNT> read_default_configs() {
     const std::string config_vars[2] = {std::string("DAO_ALLOC_CONF_") + kKindSuffix[k],
                                         "DAO_ALLOC_CONF"};
     if (!read_env(strategy_vars, d.strategy, d.strategy_source)) {
-      // Device memory is slow to get from the driver and used in stream
-      // order: cache it. Host memory is cheap to get: the fast buddy.
-      d.strategy = k == DAO_PLACE_CPU ? "buddy" : "caching";
+      d.strategy = builtin_default_strategy(k);
       d.strategy_source = "built-in default";
     }
     if (!read_env(config_vars, d.config, d.config_source)) d.config_source = "built-in default";
@@ -59,7 +57,7 @@ std::array<default_config, DAO_PLACE_KIND_COUNT> read_default_configs() {
 
 struct place_table {
   std::mutex create_mutex;
-  std::atomic<dao_allocator*> slots[DAO_PLACE_KIND_COUNT][kMaxDevicesPerKind] = {};
+  std::atomic<strategy*> slots[DAO_PLACE_KIND_COUNT][kMaxDevicesPerKind] = {};
 };
 
 place_table& table() {
@@ -67,11 +65,11 @@ place_table& table() {
   return *instance;
 }
 
-dao_allocator& create_place_allocator(dao_place place) {
+strategy& create_place_strategy(dao_place place) {
   place_table& t = table();
   std::lock_guard<std::mutex> lock(t.create_mutex);
   auto& slot = t.slots[raw_kind(place.kind)][place.device];
-  if (dao_allocator* existing = slot.load(std::memory_order_acquire)) return *existing;
+  if (strategy* existing = slot.load(std::memory_order_acquire)) return *existing;
   system_resource& resource = resource_for(place);
   const default_config& d = default_config_for(raw_kind(place.kind));
   std::unique_ptr<strategy> impl;
@@ -82,9 +80,9 @@ dao_allocator& create_place_allocator(dao_place place) {
                                      place_to_string(place).c_str(), d.strategy_source.c_str(),
                                      d.config_source.c_str(), e.what()));
   }
-  dao_allocator* handle = make_handle(std::move(impl), true);
-  slot.store(handle, std::memory_order_release);
-  return *handle;
+  strategy* made = impl.release();  // never destroyed: used until exit
+  slot.store(made, std::memory_order_release);
+  return *made;
 }
 
 }  // namespace
@@ -97,13 +95,13 @@ const default_config& default_config_for(int kind) {
   return (*configs)[static_cast<std::size_t>(kind)];
 }
 
-dao_allocator& place_allocator(dao_place place) {
+strategy& place_strategy(dao_place place) {
   const int kind = raw_kind(place.kind);
   check_kind(kind);
   if (place.device >= 0 && place.device < kMaxDevicesPerKind) {
-    dao_allocator* a = table().slots[kind][place.device].load(std::memory_order_acquire);
-    if (a != nullptr) return *a;
-    return create_place_allocator(place);
+    strategy* s = table().slots[kind][place.device].load(std::memory_order_acquire);
+    if (s != nullptr) return *s;
+    return create_place_strategy(place);
   }
   resource_for(place);  // throws the precise reason for a bad index
   throw unsupported(strprintf("%s: place defaults exist for devices 0..%d only",

@@ -1,0 +1,155 @@
+// The C handles, and the one rule they follow.
+//
+// DESIGN: the C API layer (src/capi/) is the only code that knows C handles,
+// `extern "C"`, magic checks and guarded(). Every handle is a thin struct
+// defined here around the owning layer's C++ object: a 64-bit magic value
+// first (checked on every call, so that a handle of another type, a pointer
+// to something else or the zeroed memory of a destroyed handle is refused
+// with DAO_ERR_INVALID_ARGUMENT instead of being used), then the object or
+// a pointer to it. The layers below hold C++ objects (a strategy, a stream
+// implementation, a pool), never a handle.
+//
+// One exception, for speed: a recycle buffer lives in its pool's record
+// array, which the pool must own, so its dao_buffer handle is the record's
+// address, never defined as a struct (dao_buffer is an opaque tag type);
+// the record starts with its own magic, checked here like the others.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+#include "core/error.hpp"
+#include "dao.h"
+#include "util/format.hpp"
+
+namespace dao::detail {
+class strategy;
+struct snapshot_data;
+class recycle_pool;
+class collection;
+class tiered_pool;
+namespace whole {
+class communicator;
+class whole_memory;
+}  // namespace whole
+}  // namespace dao::detail
+
+struct dao_allocator {
+  static constexpr std::uint64_t kMagic = 0x64616f616c6c6f63ull;  // "daoalloc"
+  static constexpr const char* kArg = "allocator";
+  static constexpr const char* kWhat = "a live dao_allocator handle";
+
+  std::uint64_t magic = kMagic;
+  dao::detail::strategy* impl = nullptr;           // what every call uses
+  std::unique_ptr<dao::detail::strategy> owned;    // null for a place default
+  std::string config;                              // effective, for dao_allocator_info
+  bool place_default = false;                      // owned by libdao, never destroyed
+};
+
+struct dao_snapshot {
+  static constexpr std::uint64_t kMagic = 0x64616f736e617000ull;  // "daosnap"
+  static constexpr const char* kArg = "snapshot";
+  static constexpr const char* kWhat = "a live dao_snapshot handle";
+
+  std::uint64_t magic = kMagic;
+  std::unique_ptr<dao::detail::snapshot_data> impl;
+};
+
+struct dao_recycle_pool {
+  static constexpr std::uint64_t kMagic = 0x64616f72637963ull;  // "daorcyc"
+  static constexpr const char* kArg = "pool";
+  static constexpr const char* kWhat = "a live dao_recycle_pool handle";
+
+  std::uint64_t magic = kMagic;
+  dao::detail::recycle_pool* impl = nullptr;
+  std::unique_ptr<dao::detail::recycle_pool> owned;  // null in a collection
+  bool in_collection = false;                        // owned by a dao_collection
+};
+
+struct dao_collection {
+  static constexpr std::uint64_t kMagic = 0x64616f636f6c6c6eull;  // "daocolln"
+  static constexpr const char* kArg = "collection";
+  static constexpr const char* kWhat = "a live dao_collection handle";
+
+  std::uint64_t magic = kMagic;
+  std::unique_ptr<dao::detail::collection> impl;
+  // The handle of each of its pools, so that add and find give the same one.
+  std::mutex handles_mutex;
+  std::unordered_map<const dao::detail::recycle_pool*, std::unique_ptr<dao_recycle_pool>> handles;
+};
+
+struct dao_tiered {
+  static constexpr std::uint64_t kMagic = 0x64616f7469657264ull;  // "daotierd"
+  static constexpr const char* kArg = "pool";
+  static constexpr const char* kWhat = "a live dao_tiered handle";
+
+  std::uint64_t magic = kMagic;
+  std::unique_ptr<dao::detail::tiered_pool> impl;
+};
+
+struct dao_comm {
+  static constexpr std::uint64_t kMagic = 0x64616f636f6d6d21ull;  // "daocomm!"
+  static constexpr const char* kArg = "comm";
+  static constexpr const char* kWhat = "a live dao_comm handle";
+
+  std::uint64_t magic = kMagic;
+  std::unique_ptr<dao::detail::whole::communicator> impl;
+};
+
+struct dao_whole {
+  static constexpr std::uint64_t kMagic = 0x64616f77686f6c65ull;  // "daowhole"
+  static constexpr const char* kArg = "whole";
+  static constexpr const char* kWhat = "a live dao_whole handle";
+
+  std::uint64_t magic = kMagic;
+  std::unique_ptr<dao::detail::whole::whole_memory> impl;
+};
+
+namespace dao::detail {
+
+// Whether `p` may be a live handle whose type has magic `magic` and
+// alignment `align`. The magic is read as bytes, so a misaligned pointer or
+// one to another type is refused without undefined behaviour.
+inline bool has_magic(const void* p, std::uint64_t magic, std::size_t align) noexcept {
+  if (reinterpret_cast<std::uintptr_t>(p) % align != 0) return false;
+  std::uint64_t found = 0;
+  std::memcpy(&found, p, sizeof found);
+  return found == magic;
+}
+
+template <class T>
+bool has_magic(const void* p) noexcept {
+  return has_magic(p, T::kMagic, alignof(T));
+}
+
+// The object behind a handle a caller passed in. Throws invalid_argument
+// naming `function`: "<arg> must not be NULL" or "<p> is not <kWhat>".
+// With `name`, the argument is named in both messages (lists of handles).
+template <class T>
+T& checked_handle(const T* h, const char* function) {
+  require_non_null(h, function, T::kArg);
+  if (!has_magic<T>(h)) {
+    throw invalid_argument(
+        strprintf("%s: %p is not %s", function, static_cast<const void*>(h), T::kWhat));
+  }
+  return const_cast<T&>(*h);
+}
+
+template <class T>
+T& checked_handle(const T* h, const char* function, const char* name) {
+  require_non_null(h, function, name);
+  if (!has_magic<T>(h)) {
+    throw invalid_argument(strprintf("%s: %s (%p) is not %s", function, name,
+                                     static_cast<const void*>(h), T::kWhat));
+  }
+  return const_cast<T&>(*h);
+}
+
+// An allocator handle owned by the caller.
+dao_allocator* make_allocator_handle(std::unique_ptr<strategy> impl);
+
+}  // namespace dao::detail

@@ -1,0 +1,54 @@
+// The "limit" adaptor strategy (see limit_strategy.hpp).
+#include "strategy/limit_strategy.hpp"
+
+#include "core/error.hpp"
+
+namespace dao::detail {
+
+void* limit_strategy::allocate(std::size_t bytes, dao_stream stream) {
+  try {
+    limit_.take(bytes, "allocating");
+  } catch (const out_of_memory&) {
+    refused_.fetch_add(1, std::memory_order_relaxed);
+    throw;
+  }
+  void* p = nullptr;
+  try {
+    p = inner_.allocate(bytes, stream);
+  } catch (...) {
+    limit_.give(bytes);
+    throw;
+  }
+  // The block below may be larger than asked for: count all of it.
+  const std::size_t usable = inner_.usable_size(p);
+  if (usable > bytes) {
+    try {
+      limit_.take(usable - bytes, "allocating (rounded up by the strategy below)");
+    } catch (const out_of_memory&) {
+      inner_.deallocate(p);
+      limit_.give(bytes);
+      refused_.fetch_add(1, std::memory_order_relaxed);
+      throw;
+    }
+  }
+  return p;
+}
+
+void limit_strategy::deallocate(void* p) {
+  const std::size_t usable = inner_.usable_size(p);  // throws for a bad pointer
+  inner_.deallocate(p);
+  limit_.give(usable);
+}
+
+allocator_counters limit_strategy::counters() const {
+  allocator_counters c = inner_.counters();
+  c.failed_alloc_count += refused_.load(std::memory_order_relaxed);
+  return c;
+}
+
+void limit_strategy::reset_accumulated() {
+  inner_.reset_accumulated();
+  refused_.store(0, std::memory_order_relaxed);
+}
+
+}  // namespace dao::detail
