@@ -162,7 +162,8 @@ static inline void *alloc_ok(dao_allocator *a, size_t bytes, dao_stream stream) 
    12 MiB, many of them) in their first and last 16 KiB and 64 bytes of every
    4 KiB between, which is enough to see a block overlap or lose its memory
    and keeps the sanitizer runs short. */
-static inline int pattern_range(unsigned char *c, size_t from, size_t to, unsigned seed, int check) {
+static inline int pattern_range(unsigned char *c, size_t from, size_t to, unsigned seed,
+                                int check) {
   size_t i;
   for (i = from; i < to; ++i) {
     unsigned char v = (unsigned char)(seed * 131u + i * 7u);
