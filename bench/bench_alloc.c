@@ -46,17 +46,6 @@
 #define DAO_BENCH_BUILD_TYPE ""
 #endif
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define BENCH_SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define BENCH_SANITIZED 1
-#endif
-#endif
-#ifndef BENCH_SANITIZED
-#define BENCH_SANITIZED 0
-#endif
-
 #define MIN_SIZE 64u
 #define MAX_SIZE (4u << 20)
 #define MAX_STEPS 1000000000ull

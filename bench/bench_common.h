@@ -1,6 +1,6 @@
 /* Helpers shared by the benchmarks: command-line parsing, sizes, host
- * allocation. Header-only (static inline), so each benchmark stays one file
- * to build. */
+ * allocation, whether a sanitizer is on. Header-only (static inline), so a
+ * benchmark needs no extra file to build. */
 #ifndef DAO_BENCH_COMMON_H
 #define DAO_BENCH_COMMON_H
 
@@ -9,6 +9,20 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* 1 when the benchmark is built with AddressSanitizer or ThreadSanitizer
+   (GCC defines __SANITIZE_*, Clang answers __has_feature): timings then
+   mean little, and the benchmarks say so. */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define BENCH_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define BENCH_SANITIZED 1
+#endif
+#endif
+#ifndef BENCH_SANITIZED
+#define BENCH_SANITIZED 0
+#endif
 
 /* Prints "prog: message", points to --help and exits with status 2. */
 static inline void bad_flag(const char *prog, const char *fmt, ...) {

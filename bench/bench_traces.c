@@ -60,17 +60,6 @@
 #define DAO_TRACES_DIR "../shared/traces"
 #endif
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define BENCH_SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define BENCH_SANITIZED 1
-#endif
-#endif
-#ifndef BENCH_SANITIZED
-#define BENCH_SANITIZED 0
-#endif
-
 #define KIB ((uint64_t)1 << 10)
 #define MIB ((uint64_t)1 << 20)
 #define GIB ((uint64_t)1 << 30)
