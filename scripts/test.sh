@@ -83,7 +83,7 @@ if [ "${DAO_TEST_SANITIZERS:-1}" != "0" ]; then
   # header and docs checks (nothing runs), the install and ABI checks (a
   # sanitizer build is not a release), nor Rust and Julia (their programs
   # would need the sanitizer runtime preloaded).
-  run_ctest "$root/build-asan" -LE "bench|headers|docs|install|abi|rust|julia|soak"
+  run_ctest "$root/build-asan" -LE "bench|headers|docs|install|abi|rust|julia|soak|lint"
   echo "== ThreadSanitizer"
   cmake -S "$root" -B "$root/build-tsan" -DCMAKE_BUILD_TYPE=Debug -DDAO_WERROR="$werror" \
     -DDAO_SANITIZE=thread -DDAO_BUILD_BENCH=OFF -DDAO_BUILD_EXAMPLES=OFF \
