@@ -347,7 +347,7 @@ def read_header(text, api):
                 api.macros[it.name] = it
                 items.append(it)
             elif d and d.group(1) == "DAO_STATUS_LIST":
-                api.status_list = [(n, int(v), plain(t)) for n, v, t in re.findall(
+                api.status_list = [(n, int(v), t[:1].upper() + t[1:] + ".") for n, v, t in re.findall(
                     r'X\((DAO_\w+),\s*(\d+),\s*"([^"]*)"\)', line)]
             doc = []
             continue

@@ -65,31 +65,31 @@ pub const DAO_VERSION_STRING: &str = "0.1.0";
 
 /// `dao_status`: Result of a libdao call.
 pub type dao_status = c_int;
-/// success
+/// Success.
 pub const DAO_OK: dao_status = 0;
-/// invalid argument
+/// Invalid argument.
 pub const DAO_ERR_INVALID_ARGUMENT: dao_status = 1;
-/// out of memory
+/// Out of memory.
 pub const DAO_ERR_OUT_OF_MEMORY: dao_status = 2;
-/// invalid pointer
+/// Invalid pointer.
 pub const DAO_ERR_INVALID_POINTER: dao_status = 3;
-/// operation not supported
+/// Operation not supported.
 pub const DAO_ERR_UNSUPPORTED: dao_status = 4;
-/// no such device
+/// No such device.
 pub const DAO_ERR_NO_DEVICE: dao_status = 5;
-/// timed out
+/// Timed out.
 pub const DAO_ERR_TIMEOUT: dao_status = 6;
-/// closed
+/// Closed.
 pub const DAO_ERR_CLOSED: dao_status = 7;
-/// backend (driver or operating system) error
+/// Backend (driver or operating system) error.
 pub const DAO_ERR_BACKEND: dao_status = 8;
-/// internal error
+/// Internal error.
 pub const DAO_ERR_INTERNAL: dao_status = 9;
-/// operation not allowed in the current state
+/// Operation not allowed in the current state.
 pub const DAO_ERR_INVALID_STATE: dao_status = 10;
-/// resource still in use
+/// Resource still in use.
 pub const DAO_ERR_BUSY: dao_status = 11;
-/// not found
+/// Not found.
 pub const DAO_ERR_NOT_FOUND: dao_status = 12;
 /// One past the largest code of this version (not a status).
 pub const DAO_STATUS_END_: dao_status = 13;
