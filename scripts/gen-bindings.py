@@ -456,13 +456,6 @@ def kind_of(api, base):
     sys.exit(f"gen-bindings: unknown C type {base}")
 
 
-def int_macro_value(api, name):
-    v = api.macros[name].value
-    if re.fullmatch(r"-?\d+", v):
-        return int(v)
-    return None
-
-
 def eval_macro(api, name):
     """Value of an object-like macro as a Python int or str, or None."""
     v = api.macros[name].value
@@ -497,10 +490,6 @@ def macro_type_function(api, name):
         if other.lower() in api.functions and re.search(r"\b" + name + r"\b", m.value):
             return api.functions[other.lower()]
     return None
-
-
-def is_size_tagged(struct):
-    return bool(struct.fields) and struct.fields[0].name == "struct_size"
 
 
 def param_doc(fn, name):
@@ -699,6 +688,12 @@ class Fortran:
         lines.append(cur.rstrip() + " &")
         return lines
 
+    def public(self, names):
+        """`public :: a, b, ...` over continuation lines."""
+        lines = self.continued("  public :: ", names, "")
+        lines[-1] = lines[-1][:-len(" &")]
+        return lines
+
     def sort_imports(self, imports):
         intrinsic = [i for i in F_IMPORT_ORDER if i in imports]
         return intrinsic + sorted(i for i in imports if i not in F_IMPORT_ORDER)
@@ -772,7 +767,7 @@ class Fortran:
                     has_u64 |= any(f.ctype is not None and f.ctype.base == "uint64_t"
                                    for f in it.fields)
                     types.append("")
-                    note = " (experimental: DAO_EXPERIMENTAL in C)" if it.experimental else ""
+                    note = ", experimental: DAO_EXPERIMENTAL" if it.experimental else ""
                     types += wrap(with_note(it.doc, f"C: {it.name}{note}"), 100, "  !>")
                     types.append(f"  type, bind(C), public :: {it.name}")
                     types += ["    " + self.component(f) for f in it.fields]
@@ -793,8 +788,7 @@ class Fortran:
         cbs = list(api.callbacks.values())
         o += ["", "  ! --- callbacks: write a bind(C) procedure with one of these interfaces",
               "  !     and pass c_funloc of it. ---"]
-        o += self.continued("  public :: ", [c.name for c in cbs], "")[:-1] + [
-            self.continued("  public :: ", [c.name for c in cbs], "")[-1][:-2]]
+        o += self.public([c.name for c in cbs])
         o.append("  abstract interface")
         for i, cb in enumerate(cbs):
             if i:
@@ -809,9 +803,7 @@ class Fortran:
             if not names:
                 continue
             o.append(f"  ! {header} ({len(names)})")
-            lines = self.continued("  public :: ", names, "")
-            lines[-1] = lines[-1][:-2]
-            o += lines
+            o += self.public(names)
         o += ["", "  interface"]
         first = True
         for header, items in header_sections(api):
@@ -864,16 +856,10 @@ class Rust:
     def params(self, params):
         return [f"{rust_name(p.name)}: {self.ty(p.ctype)}" for p in params]
 
-    def fn_type(self, cb, indent):
-        """`Option<unsafe extern "C" fn(..) -> R>` laid out as rustfmt does,
-        for a line that starts at column `indent` with `prefix`."""
-        ret = f" -> {self.ty(cb.ret)}" if cb.ret else ""
-        ps = self.params(cb.params)
-        return ps, ret
-
     def callback_type(self, cb, lead, indent, end):
         """Lines of `lead + Option<...> + end`, rustfmt style."""
-        ps, ret = self.fn_type(cb, indent)
+        ret = f" -> {self.ty(cb.ret)}" if cb.ret else ""
+        ps = self.params(cb.params)
         one = f"{lead}Option<unsafe extern \"C\" fn({', '.join(ps)}){ret}>{end}"
         if len(one) <= 100:
             return [one]
@@ -887,7 +873,7 @@ class Rust:
         return ([f"{lead}Option<", f"{pad}    unsafe extern \"C\" fn("]
                 + [f"{pad}        {p}," for p in ps] + [f"{pad}    ){ret},", f"{pad}>{end}"])
 
-    def plain_data(self, name, seen=()):
+    def plain_data(self, name):
         """Whether every field is a number, an enum or such a struct."""
         for f in self.api.structs[name].fields:
             if f.callback is not None or f.ctype.ptrs:

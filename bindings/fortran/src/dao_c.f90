@@ -240,7 +240,7 @@ module dao_c
   end type dao_comm_info
 
   !> A communication library's operations, handed to libdao by dao_comm_create_transport() (C:
-  !> dao_comm_transport (experimental: DAO_EXPERIMENTAL in C)).
+  !> dao_comm_transport, experimental: DAO_EXPERIMENTAL).
   type, bind(C), public :: dao_comm_transport
     integer(c_size_t) :: struct_size = 0
     type(c_ptr) :: self = c_null_ptr
