@@ -39,6 +39,7 @@ export DaoError, CallbackError, Place, cpu, cuda, cuda_pinned, cuda_managed, sim
 
 include("library.jl")
 include("capi.jl")
+include("capi_support.jl")
 include("errors.jl")
 include("types.jl")
 include("places.jl")
