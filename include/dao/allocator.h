@@ -202,10 +202,14 @@ extern "C" {
  * Creating reserves nothing unless the config asks for it (`initial_pool`).
  *
  * @param[in]  place    Where the memory comes from.
- * @param[in]  strategy "buddy", "caching" or "system"; NULL for the place's
- *                      default strategy (`DAO_ALLOCATOR`, see memory.h).
+ * @param[in]  strategy "buddy", "caching", "system" or "limit"; NULL for the
+ *                      place's default strategy (`DAO_ALLOCATOR`, see memory.h).
  * @param[in]  config   `key=value,...` for the strategy; NULL or "" for its
- *                      built-in defaults. Copied.
+ *                      built-in defaults. Copied. Strategies stack: the key
+ *                      `upstream=<strategy>` makes this one take its memory
+ *                      from that strategy, whose own keys follow as
+ *                      `upstream.<key>=<value>` ("limit" caps the bytes in
+ *                      use over its upstream; see docs/architecture.md).
  * @param[out] out      Receives the handle, owned by the caller until
  *                      dao_allocator_destroy(). Unchanged on failure.
  * @retval DAO_OK                   Created.
