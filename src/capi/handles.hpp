@@ -38,12 +38,17 @@ class whole_memory;
 }  // namespace whole
 }  // namespace dao::detail
 
-struct dao_allocator {
-  static constexpr std::uint64_t kMagic = 0x64616f616c6c6f63ull;  // "daoalloc"
-  static constexpr const char* kArg = "allocator";
-  static constexpr const char* kWhat = "a live dao_allocator handle";
+// The first members of every handle: the magic value that is checked on
+// every call (first, where has_magic() reads it), and the words
+// checked_handle() names it with in messages.
+#define DAO_HANDLE_(magic_value, arg, what)          \
+  static constexpr std::uint64_t kMagic = magic_value; \
+  static constexpr const char* kArg = arg;             \
+  static constexpr const char* kWhat = what;           \
+  std::uint64_t magic = kMagic
 
-  std::uint64_t magic = kMagic;
+struct dao_allocator {
+  DAO_HANDLE_(0x64616f616c6c6f63ull, "allocator", "a live dao_allocator handle");  // "daoalloc"
   dao::detail::strategy* impl = nullptr;           // what every call uses
   std::unique_ptr<dao::detail::strategy> owned;    // null for a place default
   std::string config;                              // effective, for dao_allocator_info
@@ -51,31 +56,19 @@ struct dao_allocator {
 };
 
 struct dao_snapshot {
-  static constexpr std::uint64_t kMagic = 0x64616f736e617000ull;  // "daosnap"
-  static constexpr const char* kArg = "snapshot";
-  static constexpr const char* kWhat = "a live dao_snapshot handle";
-
-  std::uint64_t magic = kMagic;
+  DAO_HANDLE_(0x64616f736e617000ull, "snapshot", "a live dao_snapshot handle");  // "daosnap"
   std::unique_ptr<dao::detail::snapshot_data> impl;
 };
 
 struct dao_recycle_pool {
-  static constexpr std::uint64_t kMagic = 0x64616f72637963ull;  // "daorcyc"
-  static constexpr const char* kArg = "pool";
-  static constexpr const char* kWhat = "a live dao_recycle_pool handle";
-
-  std::uint64_t magic = kMagic;
+  DAO_HANDLE_(0x64616f72637963ull, "pool", "a live dao_recycle_pool handle");  // "daorcyc"
   dao::detail::recycle_pool* impl = nullptr;
   std::unique_ptr<dao::detail::recycle_pool> owned;  // null in a collection
   bool in_collection = false;                        // owned by a dao_collection
 };
 
 struct dao_collection {
-  static constexpr std::uint64_t kMagic = 0x64616f636f6c6c6eull;  // "daocolln"
-  static constexpr const char* kArg = "collection";
-  static constexpr const char* kWhat = "a live dao_collection handle";
-
-  std::uint64_t magic = kMagic;
+  DAO_HANDLE_(0x64616f636f6c6c6eull, "collection", "a live dao_collection handle");  // "daocolln"
   std::unique_ptr<dao::detail::collection> impl;
   // The handle of each of its pools, so that add and find give the same one.
   std::mutex handles_mutex;
@@ -83,29 +76,17 @@ struct dao_collection {
 };
 
 struct dao_tiered {
-  static constexpr std::uint64_t kMagic = 0x64616f7469657264ull;  // "daotierd"
-  static constexpr const char* kArg = "pool";
-  static constexpr const char* kWhat = "a live dao_tiered handle";
-
-  std::uint64_t magic = kMagic;
+  DAO_HANDLE_(0x64616f7469657264ull, "pool", "a live dao_tiered handle");  // "daotierd"
   std::unique_ptr<dao::detail::tiered_pool> impl;
 };
 
 struct dao_comm {
-  static constexpr std::uint64_t kMagic = 0x64616f636f6d6d21ull;  // "daocomm!"
-  static constexpr const char* kArg = "comm";
-  static constexpr const char* kWhat = "a live dao_comm handle";
-
-  std::uint64_t magic = kMagic;
+  DAO_HANDLE_(0x64616f636f6d6d21ull, "comm", "a live dao_comm handle");  // "daocomm!"
   std::unique_ptr<dao::detail::whole::communicator> impl;
 };
 
 struct dao_whole {
-  static constexpr std::uint64_t kMagic = 0x64616f77686f6c65ull;  // "daowhole"
-  static constexpr const char* kArg = "whole";
-  static constexpr const char* kWhat = "a live dao_whole handle";
-
-  std::uint64_t magic = kMagic;
+  DAO_HANDLE_(0x64616f77686f6c65ull, "whole", "a live dao_whole handle");  // "daowhole"
   std::unique_ptr<dao::detail::whole::whole_memory> impl;
 };
 
