@@ -43,8 +43,8 @@ extern "C" dao_status dao_allocator_alloc(dao_allocator* a, size_t size, dao_str
   return guarded([&] {
     dao_allocator& h = checked_handle(a, "dao_allocator_alloc");
     require_non_null(ptr, "dao_allocator_alloc", "ptr");
-    if (stream != nullptr) checked_stream(stream, "dao_allocator_alloc");
-    if (size != 0) *ptr = h.impl->allocate(size, stream);
+    const stream_object* s = stream_of(stream, "dao_allocator_alloc");
+    if (size != 0) *ptr = h.impl->allocate(size, s);
   });
 }
 
@@ -164,7 +164,6 @@ extern "C" dao_status dao_allocator_reset_accumulated_stats(dao_allocator* a) {
 extern "C" dao_status dao_allocator_record_stream(dao_allocator* a, void* ptr, dao_stream stream) {
   return guarded([&] {
     dao_allocator& h = checked_handle(a, "dao_allocator_record_stream");
-    if (stream != nullptr) checked_stream(stream, "dao_allocator_record_stream");
-    h.impl->record_stream(ptr, stream);
+    h.impl->record_stream(ptr, stream_of(stream, "dao_allocator_record_stream"));
   });
 }

@@ -24,6 +24,7 @@
 
 #include "core/error.hpp"
 #include "dao.h"
+#include "resource/stream.hpp"
 #include "util/format.hpp"
 
 namespace dao::detail {
@@ -55,6 +56,16 @@ struct dao_allocator {
   bool place_default = false;                      // owned by libdao, never destroyed
 };
 
+struct dao_stream_st {
+  DAO_HANDLE_(0x64616f7374726d00ull, "stream", "a live dao_stream handle");  // "daostrm"
+  dao::detail::stream_object obj;
+};
+
+struct dao_event_st {
+  DAO_HANDLE_(0x64616f6576656e74ull, "event", "a live dao_event handle");  // "daoevent"
+  dao::detail::event_object obj;
+};
+
 struct dao_snapshot {
   DAO_HANDLE_(0x64616f736e617000ull, "snapshot", "a live dao_snapshot handle");  // "daosnap"
   std::unique_ptr<dao::detail::snapshot_data> impl;
@@ -77,6 +88,10 @@ struct dao_collection {
 
 struct dao_tiered {
   DAO_HANDLE_(0x64616f7469657264ull, "pool", "a live dao_tiered handle");  // "daotierd"
+  // The handle of the stream the pool's kernels run on, given to each
+  // kernel. Declared first: destroyed after the pool, whose destructor may
+  // still run queued kernels.
+  std::unique_ptr<dao_stream_st> compute_stream;
   std::unique_ptr<dao::detail::tiered_pool> impl;
 };
 
@@ -128,6 +143,12 @@ T& checked_handle(const T* h, const char* function, const char* name) {
                                      static_cast<const void*>(h), T::kWhat));
   }
   return const_cast<T&>(*h);
+}
+
+// The stream behind a stream handle, or nullptr for the default stream
+// (NULL). Throws as checked_handle() for anything else.
+inline const stream_object* stream_of(dao_stream s, const char* function) {
+  return s != nullptr ? &checked_handle(s, function).obj : nullptr;
 }
 
 // An allocator handle owned by the caller.

@@ -37,7 +37,7 @@ extern "C" dao_status dao_alloc(dao_place place, size_t size, void** ptr) {
   return guarded([&] {
     require_non_null(ptr, "dao_alloc", "ptr");
     strategy& s = place_strategy(place);
-    if (size != 0) *ptr = s.allocate(size, DAO_STREAM_DEFAULT);
+    if (size != 0) *ptr = s.allocate(size, nullptr);
   });
 }
 

@@ -13,25 +13,15 @@
 
 namespace dao::detail {
 
-dao_stream_st& checked_stream(dao_stream s, const char* function) {
-  require_non_null(s, function, "stream");
-  if (!has_magic<dao_stream_st>(s)) {
-    throw invalid_argument(strprintf("%s: %p is not a live dao_stream handle", function,
-                                     static_cast<void*>(s)));
-  }
-  return *s;
-}
-
-dao_event_st& checked_event(dao_event e, const char* function) {
-  require_non_null(e, function, "event");
-  if (!has_magic<dao_event_st>(e)) {
-    throw invalid_argument(strprintf("%s: %p is not a live dao_event handle", function,
-                                     static_cast<void*>(e)));
-  }
-  return *e;
-}
-
 namespace {
+
+stream_object& checked_stream(dao_stream s, const char* function) {
+  return checked_handle(s, function).obj;
+}
+
+event_object& checked_event(dao_event e, const char* function) {
+  return checked_handle(e, function).obj;
+}
 
 bool same_place(dao_place a, dao_place b) noexcept {
   return raw_kind(a.kind) == raw_kind(b.kind) && a.device == b.device;
@@ -39,7 +29,7 @@ bool same_place(dao_place a, dao_place b) noexcept {
 
 // Events are tied to their place's streams; a SIM event is plain host
 // synchronisation, so SIM streams may also wait on another SIM device's.
-void require_compatible(const dao_stream_st& s, const dao_event_st& e, bool waiting,
+void require_compatible(const stream_object& s, const event_object& e, bool waiting,
                         const char* function) {
   if (same_place(s.place, e.place)) return;
   if (waiting && raw_kind(s.place.kind) == DAO_PLACE_SIM &&
@@ -84,8 +74,9 @@ extern "C" dao_status dao_stream_create(dao_place place, dao_stream* out) {
     require_non_null(out, "dao_stream_create", "out");
     system_resource& resource = resource_for(place);
     auto handle = std::make_unique<dao_stream_st>();
-    handle->place = resource.place();
-    handle->impl = resource.create_stream();
+    handle->obj.place = resource.place();
+    handle->obj.impl = resource.create_stream();
+    handle->obj.handle = handle.get();
     *out = handle.release();
   });
 }
@@ -95,15 +86,16 @@ extern "C" dao_status dao_stream_wrap(dao_place place, void* native, dao_stream*
     require_non_null(out, "dao_stream_wrap", "out");
     system_resource& resource = resource_for(place);
     auto handle = std::make_unique<dao_stream_st>();
-    handle->place = resource.place();
-    handle->impl = resource.wrap_stream(native);
+    handle->obj.place = resource.place();
+    handle->obj.impl = resource.wrap_stream(native);
+    handle->obj.handle = handle.get();
     *out = handle.release();
   });
 }
 
 extern "C" dao_status dao_stream_native(dao_stream stream, void** native) {
   return guarded([&] {
-    dao_stream_st& s = checked_stream(stream, "dao_stream_native");
+    stream_object& s = checked_stream(stream, "dao_stream_native");
     require_non_null(native, "dao_stream_native", "native");
     *native = s.impl->native();
   });
@@ -111,7 +103,7 @@ extern "C" dao_status dao_stream_native(dao_stream stream, void** native) {
 
 extern "C" dao_status dao_stream_place(dao_stream stream, dao_place* place) {
   return guarded([&] {
-    dao_stream_st& s = checked_stream(stream, "dao_stream_place");
+    stream_object& s = checked_stream(stream, "dao_stream_place");
     require_non_null(place, "dao_stream_place", "place");
     *place = s.place;
   });
@@ -138,12 +130,12 @@ extern "C" dao_status dao_stream_query(dao_stream stream, int* idle) {
 
 extern "C" dao_status dao_stream_wait_event(dao_stream stream, dao_event event) {
   return guarded([&] {
-    dao_event_st& e = checked_event(event, "dao_stream_wait_event");
+    event_object& e = checked_event(event, "dao_stream_wait_event");
     if (stream == nullptr) {
       e.impl->synchronize();
       return;
     }
-    dao_stream_st& s = checked_stream(stream, "dao_stream_wait_event");
+    stream_object& s = checked_stream(stream, "dao_stream_wait_event");
     require_compatible(s, e, true, "dao_stream_wait_event");
     s.impl->wait(*e.impl);
   });
@@ -151,7 +143,8 @@ extern "C" dao_status dao_stream_wait_event(dao_stream stream, dao_event event) 
 
 extern "C" dao_status dao_stream_destroy(dao_stream stream) {
   return guarded([&] {
-    dao_stream_st& s = checked_stream(stream, "dao_stream_destroy");
+    dao_stream_st& h = checked_handle(stream, "dao_stream_destroy");
+    stream_object& s = h.obj;
     // Run the queued work here first: a host function destroying its own
     // stream gets DAO_ERR_INVALID_STATE instead of a hang or an abort. Any
     // other failure of the work does not keep the handle alive.
@@ -161,8 +154,8 @@ extern "C" dao_status dao_stream_destroy(dao_stream stream) {
       throw;
     } catch (const error&) {
     }
-    s.magic = 0;
-    delete &s;
+    h.magic = 0;
+    delete &h;
     destroyed_stream_count().fetch_add(1, std::memory_order_release);
   });
 }
@@ -172,20 +165,20 @@ extern "C" dao_status dao_event_create(dao_place place, dao_event* out) {
     require_non_null(out, "dao_event_create", "out");
     system_resource& resource = resource_for(place);
     auto handle = std::make_unique<dao_event_st>();
-    handle->place = resource.place();
-    handle->impl = resource.create_event();
+    handle->obj.place = resource.place();
+    handle->obj.impl = resource.create_event();
     *out = handle.release();
   });
 }
 
 extern "C" dao_status dao_event_record(dao_event event, dao_stream stream) {
   return guarded([&] {
-    dao_event_st& e = checked_event(event, "dao_event_record");
+    event_object& e = checked_event(event, "dao_event_record");
     if (stream == nullptr) {
       e.impl->complete_now();
       return;
     }
-    dao_stream_st& s = checked_stream(stream, "dao_event_record");
+    stream_object& s = checked_stream(stream, "dao_event_record");
     require_compatible(s, e, false, "dao_event_record");
     s.impl->record(*e.impl);
   });
@@ -193,7 +186,7 @@ extern "C" dao_status dao_event_record(dao_event event, dao_stream stream) {
 
 extern "C" dao_status dao_event_query(dao_event event, int* done) {
   return guarded([&] {
-    dao_event_st& e = checked_event(event, "dao_event_query");
+    event_object& e = checked_event(event, "dao_event_query");
     require_non_null(done, "dao_event_query", "done");
     *done = e.impl->query() ? 1 : 0;
   });
@@ -205,16 +198,16 @@ extern "C" dao_status dao_event_synchronize(dao_event event) {
 
 extern "C" dao_status dao_event_destroy(dao_event event) {
   return guarded([&] {
-    dao_event_st& e = checked_event(event, "dao_event_destroy");
-    e.magic = 0;
-    delete &e;
+    dao_event_st& h = checked_handle(event, "dao_event_destroy");
+    h.magic = 0;
+    delete &h;
   });
 }
 
 extern "C" dao_status dao_memcpy_async(void* dst, const void* src, size_t bytes,
                                        dao_stream stream) {
   return guarded([&] {
-    dao_stream_st* s = stream != nullptr ? &checked_stream(stream, "dao_memcpy_async") : nullptr;
+    stream_object* s = stream != nullptr ? &checked_stream(stream, "dao_memcpy_async") : nullptr;
     if (bytes == 0) return;
     check_copy(dst, src, bytes);
     if (s == nullptr) {
@@ -227,7 +220,7 @@ extern "C" dao_status dao_memcpy_async(void* dst, const void* src, size_t bytes,
 
 extern "C" dao_status dao_launch_host_func(dao_stream stream, dao_host_fn fn, void* user_data) {
   return guarded([&] {
-    dao_stream_st* s =
+    stream_object* s =
         stream != nullptr ? &checked_stream(stream, "dao_launch_host_func") : nullptr;
     if (fn == nullptr) {
       throw invalid_argument("dao_launch_host_func: fn must not be NULL");

@@ -47,7 +47,12 @@ extern "C" dao_status dao_tiered_create(dao_place device, dao_place host, size_t
       throw invalid_argument("dao_tiered_create: device_budget must be > 0");
     }
     auto handle = std::make_unique<dao_tiered>();
+    handle->compute_stream = std::make_unique<dao_stream_st>();
     handle->impl = std::make_unique<tiered_pool>(device, host, device_budget, config);
+    stream_object& compute = handle->impl->compute_stream();
+    handle->compute_stream->obj = compute;  // the same stream (its implementation is shared)
+    compute.handle = handle->compute_stream.get();
+    handle->compute_stream->obj.handle = compute.handle;
     *out = handle.release();
   });
 }

@@ -284,7 +284,7 @@ recycle_buffer* recycle_pool::create_buffer(bool held, const char* function) {
   if (n >= max_buffers_) return nullptr;
   void* data = nullptr;
   try {
-    data = allocator_->allocate(bytes_, DAO_STREAM_DEFAULT);
+    data = allocator_->allocate(bytes_, nullptr);
   } catch (const out_of_memory& e) {
     throw out_of_memory(strprintf("%s: pool '%s' could not make buffer %zu of at most %zu (%s "
                                   "on %s): %s",

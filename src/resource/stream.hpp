@@ -1,7 +1,8 @@
 // Streams and events below the C API: each backend implements stream_impl
 // and event_impl (SIM: a worker thread per stream; CUDA: CUstream/CUevent;
-// CPU: run at once). The handles that the C API gives out wrap them; the
-// strategy layer uses them too (stream-ordered reuse polls events).
+// CPU: run at once). A stream_object / event_object holds one with its
+// place; the C API's handles wrap those, and the strategy layer uses them
+// (stream-ordered reuse polls events).
 #pragma once
 
 #include <atomic>
@@ -55,30 +56,29 @@ inline std::atomic<std::uint64_t>& destroyed_stream_count() noexcept {
 
 }  // namespace dao::detail
 
-// The handles given to C callers. Defined here (not in the C API layer) so
-// that strategies can reach a stream's implementation. The implementation is
-// shared so that an allocator can hold a weak reference: whether the stream
-// still lives, and if so waiting for it, without touching a destroyed handle.
-struct dao_stream_st {
-  static constexpr std::uint64_t kMagic = 0x64616f7374726d00ull;  // "daostrm"
-  std::uint64_t magic = kMagic;
-  std::uint64_t id = dao::detail::next_stream_id();
-  dao_place place{};
-  std::shared_ptr<dao::detail::stream_impl> impl;
-};
-
-struct dao_event_st {
-  static constexpr std::uint64_t kMagic = 0x64616f6576656e74ull;  // "daoevent"
-  std::uint64_t magic = kMagic;
-  dao_place place{};
-  std::unique_ptr<dao::detail::event_impl> impl;
-};
-
 namespace dao::detail {
 
-// Checks a caller's handle; throws invalid_argument naming `function` when
-// it is NULL or not a live handle of that type.
-dao_stream_st& checked_stream(dao_stream s, const char* function);
-dao_event_st& checked_event(dao_event e, const char* function);
+// A stream as the layers above the resources hold it (the C API wraps one in
+// each dao_stream handle). The implementation is shared so that an
+// allocator can hold a weak reference: whether the stream still lives, and
+// if so waiting for it, without touching a destroyed stream.
+struct stream_object {
+  std::uint64_t id = next_stream_id();
+  dao_place place{};
+  std::shared_ptr<stream_impl> impl;
+  // The C API's handle of this stream, for reports (snapshots name the
+  // stream a segment belongs to); never dereferenced below the C API.
+  dao_stream handle = nullptr;
+};
+
+// The C API's handle of `s` (NULL for the default stream), for reports.
+inline dao_stream handle_of(const stream_object* s) noexcept {
+  return s != nullptr ? s->handle : nullptr;
+}
+
+struct event_object {
+  dao_place place{};
+  std::unique_ptr<event_impl> impl;
+};
 
 }  // namespace dao::detail

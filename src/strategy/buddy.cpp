@@ -224,7 +224,7 @@ void buddy_strategy::grow(int order, bool may_release_idle) {
   counters_.on_system_alloc(order_bytes(chunk_order));
 }
 
-void* buddy_strategy::allocate(std::size_t bytes, dao_stream) {
+void* buddy_strategy::allocate(std::size_t bytes, const stream_object*) {
   if (bytes > options_.chunk_size) return allocate_large(bytes);
   const int order = order_for(bytes);
   std::lock_guard<fast_mutex> lock(mutex_);

@@ -45,7 +45,7 @@ class buddy_strategy final : public strategy {
   buddy_strategy(memory_source& upstream, const buddy_options& options);
   ~buddy_strategy() override;
 
-  void* allocate(std::size_t bytes, dao_stream stream) override;
+  void* allocate(std::size_t bytes, const stream_object* stream) override;
   void deallocate(void* p) override;
   std::size_t usable_size(const void* p) const override;
   std::size_t trim() override;

@@ -233,7 +233,7 @@ void caching_strategy::grow_bookkeeping() {
   live_.reserve(live_.size() + 1);
 }
 
-std::uint32_t caching_strategy::find_pool(dao_stream stream, bool small, std::uint64_t id) {
+std::uint32_t caching_strategy::find_pool(const stream_object* stream, bool small, std::uint64_t id) {
   if (stream != last_stream_ || id != last_stream_id_) {
     last_stream_ = stream;
     last_stream_id_ = id;
@@ -914,7 +914,7 @@ std::uint32_t caching_strategy::carve(std::uint32_t index, std::size_t size) {
   return index;
 }
 
-void* caching_strategy::allocate(std::size_t bytes, dao_stream stream) {
+void* caching_strategy::allocate(std::size_t bytes, const stream_object* stream) {
   if (bytes > (SIZE_MAX >> 2)) {
     std::lock_guard<fast_mutex> lock(mutex_);
     ++counters_.failed_alloc_count;
@@ -993,7 +993,7 @@ std::size_t caching_strategy::record_uses(std::uint32_t index) {
   const std::uintptr_t addr = blocks_[index].addr;
   std::size_t queued = 0;
   try {
-    for (dao_stream other : uses_.at(index)) {
+    for (const stream_object* other : uses_.at(index)) {
       std::unique_ptr<event_impl> event;
       if (!spare_events_.empty()) {
         event = std::move(spare_events_.back());
@@ -1080,13 +1080,13 @@ void caching_strategy::process_events(bool wait) {
   }
 }
 
-void caching_strategy::record_stream(void* p, dao_stream stream) {
+void caching_strategy::record_stream(void* p, const stream_object* stream) {
   std::lock_guard<fast_mutex> lock(mutex_);
   const std::uint32_t index = find_live(p);
   block& b = blocks_[index];
   if (stream == nullptr || stream == b.stream) return;
   check_stream_place(stream, "dao_allocator_record_stream");
-  std::vector<dao_stream>& uses = uses_[index];
+  std::vector<const stream_object*>& uses = uses_[index];
   if (std::find(uses.begin(), uses.end(), stream) == uses.end()) uses.push_back(stream);
   b.has_uses = true;
 }
@@ -1103,7 +1103,7 @@ std::uint32_t caching_strategy::find_live(const void* p) const {
 }
 
 // Only streams of the allocator's own place order its memory.
-void caching_strategy::check_stream_place(dao_stream stream, const char* function) const {
+void caching_strategy::check_stream_place(const stream_object* stream, const char* function) const {
   const dao_place mine = upstream().place();
   if (raw_kind(stream->place.kind) != raw_kind(mine.kind) || stream->place.device != mine.device) {
     throw invalid_argument(strprintf(
@@ -1241,7 +1241,7 @@ std::unique_ptr<snapshot_data> caching_strategy::snapshot() const {
     out.info.size = seg.size;
     out.info.mapped_bytes = seg.expandable ? seg.mapped_bytes : seg.size;
     out.info.pool = pools_[seg.pool].small ? DAO_STAT_POOL_SMALL : DAO_STAT_POOL_LARGE;
-    out.info.stream = pools_[seg.pool].stream;
+    out.info.stream = handle_of(pools_[seg.pool].stream);
     out.info.expandable = seg.expandable ? 1 : 0;
     for (std::uint32_t i = seg.first_block; i != kNone; i = blocks_[i].next) {
       const block& b = blocks_[i];
@@ -1253,7 +1253,7 @@ std::unique_ptr<snapshot_data> caching_strategy::snapshot() const {
       info.state = b.st == state::free        ? DAO_BLOCK_FREE
                    : b.st == state::allocated ? DAO_BLOCK_ALLOCATED
                                               : DAO_BLOCK_PENDING_FREE;
-      info.stream = b.stream;
+      info.stream = handle_of(b.stream);
       out.blocks.push_back(info);
     }
     out.info.block_count = out.blocks.size();

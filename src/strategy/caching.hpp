@@ -69,7 +69,7 @@ class caching_strategy final : public strategy {
   caching_strategy(memory_source& upstream, const caching_options& options);
   ~caching_strategy() override;
 
-  void* allocate(std::size_t bytes, dao_stream stream) override;
+  void* allocate(std::size_t bytes, const stream_object* stream) override;
   void deallocate(void* p) override;
   std::size_t usable_size(const void* p) const override;
   std::size_t trim() override;
@@ -77,7 +77,7 @@ class caching_strategy final : public strategy {
   void reset_peaks() override;
   void reset_accumulated() override;
   bool stat(int metric, int pool, dao_stat& out) const override;
-  void record_stream(void* p, dao_stream stream) override;
+  void record_stream(void* p, const stream_object* stream) override;
   std::unique_ptr<snapshot_data> snapshot() const override;
   const char* name() const noexcept override { return "caching"; }
   std::string effective_config() const override;
@@ -109,7 +109,7 @@ class caching_strategy final : public strategy {
     std::uintptr_t addr = 0;
     std::size_t size = 0;
     std::size_t requested = 0;
-    dao_stream stream = nullptr;
+    const stream_object* stream = nullptr;
     std::uint32_t pool = kNone;
     std::uint32_t segment = kNone;
     std::uint32_t prev = kNone, next = kNone;          // address neighbours
@@ -136,7 +136,7 @@ class caching_strategy final : public strategy {
   };
 
   struct pool {
-    dao_stream stream = nullptr;
+    const stream_object* stream = nullptr;
     // The stream's implementation, weakly: expired once the handle is
     // destroyed (which first runs its work), so never waited for then.
     std::weak_ptr<stream_impl> stream_ref;
@@ -175,14 +175,14 @@ class caching_strategy final : public strategy {
   void grow_bookkeeping();
   // The pool of a stream's small or large blocks (one per stream with
   // expandable segments); the last stream's are remembered.
-  std::uint32_t pool_for(dao_stream stream, bool small) {
+  std::uint32_t pool_for(const stream_object* stream, bool small) {
     if (granularity_ != 0) small = false;
     const std::uint64_t id = stream != nullptr ? stream->id : 0;
     if (stream == last_stream_ && id == last_stream_id_ && last_pools_[small] != kNone)
       return last_pools_[small];
     return find_pool(stream, small, id);
   }
-  std::uint32_t find_pool(dao_stream stream, bool small, std::uint64_t id);
+  std::uint32_t find_pool(const stream_object* stream, bool small, std::uint64_t id);
   void bin_insert(std::uint32_t index) noexcept;
   void bin_remove(std::uint32_t index) noexcept;
   std::uint32_t find_free(std::uint32_t pool_index, std::size_t size) noexcept;
@@ -283,7 +283,7 @@ class caching_strategy final : public strategy {
   void merge_free(std::uint32_t index) noexcept;
   void process_events(bool wait);
   out_of_memory oom(std::size_t bytes, const char* why) const;
-  void check_stream_place(dao_stream stream, const char* function) const;
+  void check_stream_place(const stream_object* stream, const char* function) const;
   std::uint32_t find_live(const void* p) const;
 
   // statistics
@@ -385,12 +385,12 @@ class caching_strategy final : public strategy {
   std::vector<segment> segments_;
   std::vector<pool> pools_;
   std::unordered_map<std::uintptr_t, std::uint32_t> pool_index_;
-  dao_stream last_stream_ = nullptr;
+  const stream_object* last_stream_ = nullptr;
   std::uint64_t last_stream_id_ = 0;
   std::uint64_t destroyed_seen_ = 0;  // destroyed_stream_count() at the last look
   std::uint32_t last_pools_[2] = {kNone, kNone};  // large, small of last_stream_
   pointer_map live_;  // allocated blocks (with fast reuse: and pending, recent ones)
-  std::unordered_map<std::uint32_t, std::vector<dao_stream>> uses_;  // record_stream
+  std::unordered_map<std::uint32_t, std::vector<const stream_object*>> uses_;  // record_stream
   std::deque<pending_free> pending_;
   std::vector<std::unique_ptr<event_impl>> spare_events_;
   pooled_stat stats_[DAO_STAT_METRIC_COUNT];

@@ -5,7 +5,7 @@
 
 namespace dao::detail {
 
-void* limit_strategy::allocate(std::size_t bytes, dao_stream stream) {
+void* limit_strategy::allocate(std::size_t bytes, const stream_object* stream) {
   try {
     limit_.take(bytes, "allocating");
   } catch (const out_of_memory&) {

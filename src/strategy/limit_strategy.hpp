@@ -20,7 +20,7 @@ class limit_strategy final : public strategy {
   limit_strategy(strategy_source& below, const limit_spec& spec) noexcept
       : strategy(below), inner_(below.inner()), limit_(below, spec) {}
 
-  void* allocate(std::size_t bytes, dao_stream stream) override;
+  void* allocate(std::size_t bytes, const stream_object* stream) override;
   void deallocate(void* p) override;
   std::size_t usable_size(const void* p) const override { return inner_.usable_size(p); }
   std::size_t trim() override { return inner_.trim(); }
@@ -30,7 +30,7 @@ class limit_strategy final : public strategy {
   bool stat(int metric, int pool, dao_stat& out) const override {
     return inner_.stat(metric, pool, out);
   }
-  void record_stream(void* p, dao_stream stream) override { inner_.record_stream(p, stream); }
+  void record_stream(void* p, const stream_object* stream) override { inner_.record_stream(p, stream); }
   std::unique_ptr<snapshot_data> snapshot() const override { return inner_.snapshot(); }
   const char* name() const noexcept override { return "limit"; }
   std::string effective_config() const override { return limit_.spec().effective_config(true); }

@@ -15,6 +15,7 @@
 #include "dao/allocator.h"
 #include "dao/stream.h"
 #include "resource/memory_source.hpp"
+#include "resource/stream.hpp"
 
 namespace dao::detail {
 
@@ -156,7 +157,7 @@ class strategy {
 
   // `bytes` > 0. Returns memory aligned to >= kMinAlignment or throws
   // out_of_memory / backend_error; on failure nothing changes.
-  virtual void* allocate(std::size_t bytes, dao_stream stream) = 0;
+  virtual void* allocate(std::size_t bytes, const stream_object* stream) = 0;
 
   // Throws invalid_pointer, changing nothing, if `p` is not live here.
   virtual void deallocate(void* p) = 0;
@@ -177,7 +178,7 @@ class strategy {
 
   // Stream-ordered strategies override these two; the defaults throw
   // unsupported (after checking that `p` is live).
-  virtual void record_stream(void* p, dao_stream stream);
+  virtual void record_stream(void* p, const stream_object* stream);
   virtual std::unique_ptr<snapshot_data> snapshot() const;
 
   virtual const char* name() const noexcept = 0;

@@ -14,7 +14,7 @@ system_strategy::~system_strategy() {
   for (const auto& [p, bytes] : live_) upstream().deallocate(const_cast<void*>(p), bytes);
 }
 
-void* system_strategy::allocate(std::size_t bytes, dao_stream) {
+void* system_strategy::allocate(std::size_t bytes, const stream_object*) {
   std::lock_guard<std::mutex> lock(mutex_);
   live_.reserve(live_.size() + 1);
   void* p = nullptr;

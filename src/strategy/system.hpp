@@ -16,7 +16,7 @@ class system_strategy final : public strategy {
   system_strategy(memory_source& upstream, config& cfg);
   ~system_strategy() override;
 
-  void* allocate(std::size_t bytes, dao_stream stream) override;
+  void* allocate(std::size_t bytes, const stream_object* stream) override;
   void deallocate(void* p) override;
   std::size_t usable_size(const void* p) const override;
   std::size_t trim() override { return 0; }

@@ -90,20 +90,19 @@ void throttle_finish(void* p) {
   delete task;
 }
 
-dao_stream_st* make_stream(system_resource& resource, dao_place place) {
-  auto s = std::make_unique<dao_stream_st>();
+stream_object* make_stream(system_resource& resource, dao_place place) {
+  auto s = std::make_unique<stream_object>();
   s->place = place;
   s->impl = resource.create_stream();
   return s.release();
 }
 
-void destroy_stream(dao_stream_st*& s) noexcept {
+void destroy_stream(stream_object*& s) noexcept {
   if (s == nullptr) return;
   try {
     s->impl->synchronize();
   } catch (...) {
   }
-  s->magic = 0;
   delete s;
   s = nullptr;
 }
@@ -149,7 +148,7 @@ tiered_pool::tiered_pool(dao_place device, dao_place host, std::size_t device_bu
   budget_ = device_budget;
 
   strategy& dev_alloc = place_strategy(device_);
-  device_base_ = dev_alloc.allocate(device_budget, DAO_STREAM_DEFAULT);
+  device_base_ = dev_alloc.allocate(device_budget, nullptr);
   try {
     compute_ = make_stream(*device_resource_, device_);
     h2d_ = make_stream(*device_resource_, device_);
@@ -314,7 +313,7 @@ void tiered_pool::write(dao_tensor& t, const void* src, std::size_t bytes) {
   }
   void* staging = nullptr;
   try {
-    staging = place_strategy(host_place_).allocate(bytes, DAO_STREAM_DEFAULT);
+    staging = place_strategy(host_place_).allocate(bytes, nullptr);
   } catch (...) {
     std::lock_guard<std::mutex> lock(mu_);
     stats_.host_bytes -= bytes;
@@ -640,7 +639,7 @@ void tiered_pool::set_device_bytes(std::int64_t delta) noexcept {
 }
 
 void* tiered_pool::host_allocate(std::size_t bytes) {
-  void* p = place_strategy(host_place_).allocate(bytes, DAO_STREAM_DEFAULT);
+  void* p = place_strategy(host_place_).allocate(bytes, nullptr);
   stats_.host_bytes += bytes;
   stats_.peak_host_bytes = std::max(stats_.peak_host_bytes, stats_.host_bytes);
   return p;
@@ -1062,7 +1061,7 @@ void tiered_pool::run_kernel(op& o, std::unique_lock<std::mutex>& lock) {
     stall = static_cast<std::uint64_t>(
         std::chrono::duration_cast<std::chrono::nanoseconds>(steady::now() - t0).count());
     status = o.fn(o.user_data, in_ptrs.data(), in_ptrs.size(), out_ptrs.data(), out_ptrs.size(),
-                  compute_);
+                  compute_->handle);
     compute_->impl->synchronize();
   }
   stats_.stall_ns += stall;

@@ -96,6 +96,8 @@ class tiered_pool {
               std::size_t input_count, dao_tensor* const* outputs, std::size_t output_count);
   void synchronize();
   void read_stats(dao_tiered_stats& out);
+  // The stream kernels run on (its `handle` is what they are given).
+  stream_object& compute_stream() noexcept { return *compute_; }
 
  private:
   struct op {
@@ -197,9 +199,9 @@ class tiered_pool {
   std::size_t host_budget_ = 0;
   double bandwidth_ = 0;  // bytes per second, 0 = unlimited
 
-  dao_stream_st* compute_ = nullptr;
-  dao_stream_st* h2d_ = nullptr;
-  dao_stream_st* d2h_ = nullptr;
+  stream_object* compute_ = nullptr;
+  stream_object* h2d_ = nullptr;
+  stream_object* d2h_ = nullptr;
   std::unique_ptr<event_impl> h2d_ready_, d2h_ready_, d2h_order_;
   bool h2d_unwaited_ = false;   // H2D copies since h2d_ready_ was recorded
   bool d2h_unwaited_ = false;   // D2H copies since d2h_ready_ was recorded

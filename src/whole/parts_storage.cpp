@@ -31,7 +31,7 @@ class parts_storage final : public storage {
 
   void allocate_own(std::size_t bytes) {
     strategy& a = place_strategy(place_);
-    own_ = static_cast<char*>(a.allocate(bytes, DAO_STREAM_DEFAULT));
+    own_ = static_cast<char*>(a.allocate(bytes, nullptr));
     allocator_ = &a;
     parts_[static_cast<std::size_t>(rank_)] = own_;
   }

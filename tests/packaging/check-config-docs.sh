@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # ctest config_docs: the table in docs/environment.md and the code agree, so
 # the documentation cannot drift:
-#   - config keys: every key of every `reject_unknown({...})` list in src/
-#     (the keys a config string may hold) is a row of kind "`AREA` config
-#     key", where AREA is the strategy (src/strategy/NAME.cpp: NAME) or else
-#     the area directory (src/recycle/: recycle, src/tiered/: tiered, ...);
+#   - config keys: every key of a strategy's row in the strategy registry
+#     (src/strategy/registry.cpp) is a row of kind "`NAME` config key", the
+#     keys every strategy takes (`upstream`) rows of kind "`strategy` config
+#     key", and every key of every other `reject_unknown({...})` list in src/
+#     a row of kind "`AREA` config key", AREA the area directory
+#     (src/recycle/: recycle, src/tiered/: tiered, ...);
 #   - environment variables: every "DAO_..." string in a source file that
 #     calls getenv() is a row of kind "environment"; a string that ends in
 #     "_" is a family completed at run time ("DAO_ALLOCATOR_" + kind), which
@@ -36,6 +38,18 @@ find "$src/src" -name '*.cpp' -print0 | LC_ALL=C sort -z |
     while (/reject_unknown\s*\(\s*\{(.*?)\}\s*\)/sg) {
       my $list = $1;
       print "$area $1\n" while $list =~ /"([^"]*)"/g;
+    }
+    if ($ARGV =~ m{/src/strategy/registry\.cpp$}) {
+      # Rows: {"name", "summary", {"key", ...}, make_name ...}
+      while (/\{\s*"([a-z_]+)",\s*"(?:[^"\\]|\\.)*",\s*\{(.*?)\},\s*make_/sg) {
+        my ($name, $list) = ($1, $2);
+        print "$name $1\n" while $list =~ /"([^"]*)"/g;
+      }
+      # The keys of every strategy: keys.insert(..., {"upstream", ...})
+      if (/keys\.insert\([^{]*\{(.*?)\}\)/s) {
+        my $list = $1;
+        while ($list =~ /"([a-z_]+)"/g) { print "strategy $1\n" }
+      }
     }' | LC_ALL=C sort -u > "$work/code-keys"
 grep -rlE --include='*.cpp' --include='*.hpp' '\bgetenv[[:space:]]*\(' "$src/src" |
   xargs -r grep -ohE '"DAO_[A-Z0-9_]+' | sed 's/^"//' | LC_ALL=C sort -u > "$work/code-env"
