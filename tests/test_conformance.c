@@ -1,8 +1,15 @@
 /* The conformance suite: the same checks against every strategy on every
- * place this machine has, so a new strategy or backend gets them for free. */
+ * place this machine has, alone and stacked on every strategy (config key
+ * `upstream`), so a new strategy or backend gets them for free: the list of
+ * strategies is the library's own (strategy/strategy_list.h). */
 #include "dao_test.h"
 
-static const char *const strategies[] = {"buddy", "caching", "system"};
+#include "strategy/strategy_list.h"
+
+#define STRATEGY_NAME(s) #s,
+static const char *const strategies[] = {DAO_STRATEGY_LIST(STRATEGY_NAME)};
+#undef STRATEGY_NAME
+enum { strategy_count = sizeof strategies / sizeof strategies[0] };
 
 typedef struct {
   dao_place places[64];
@@ -105,25 +112,47 @@ static void random_model(dao_allocator *a, int host_visible, size_t capacity) {
     if (ptr[step]) assert_ok(dao_allocator_free(a, ptr[step]));
 }
 
+/* Creates `strategy` with `config` on place k of `list`, checks what it
+ * reports, runs the contract and the random model on it and destroys it. */
+static void check_one(const place_list *list, int k, const char *strategy, const char *config) {
+  dao_allocator *a = NULL;
+  dao_place got;
+  const char *name = NULL;
+  print_message("  %s%s%s on %s:%d\n", strategy, config ? " " : "", config ? config : "",
+                dao_place_kind_name(list->places[k].kind), list->places[k].device);
+  assert_ok(dao_allocator_create(list->places[k], strategy, config, &a));
+  assert_ok(dao_allocator_info(a, &got, &name, NULL));
+  assert_int_equal(got.kind, list->places[k].kind);
+  assert_int_equal(got.device, list->places[k].device);
+  assert_string_equal(name, strategy);
+  basic_contract(a, list->host_visible[k], list->capacity[k]);
+  random_model(a, list->host_visible[k], list->capacity[k]);
+  assert_ok(dao_allocator_destroy(a));
+}
+
 static void every_strategy_on_every_place(void **state) {
   place_list list = available_places();
   size_t s;
   int k;
   (void)state;
   assert_true(list.count >= 3); /* cpu and two SIM devices at least */
-  for (s = 0; s < sizeof strategies / sizeof strategies[0]; ++s) {
-    for (k = 0; k < list.count; ++k) {
-      dao_allocator *a = NULL;
-      dao_place got;
-      print_message("  %s on %s:%d\n", strategies[s], dao_place_kind_name(list.places[k].kind),
-                    list.places[k].device);
-      assert_ok(dao_allocator_create(list.places[k], strategies[s], NULL, &a));
-      assert_ok(dao_allocator_info(a, &got, NULL, NULL));
-      assert_int_equal(got.kind, list.places[k].kind);
-      assert_int_equal(got.device, list.places[k].device);
-      basic_contract(a, list.host_visible[k], list.capacity[k]);
-      random_model(a, list.host_visible[k], list.capacity[k]);
-      assert_ok(dao_allocator_destroy(a));
+  assert_true(strategy_count >= 4);
+  for (s = 0; s < strategy_count; ++s)
+    for (k = 0; k < list.count; ++k) check_one(&list, k, strategies[s], NULL);
+}
+
+/* Every strategy over every strategy (`upstream=<below>`): the one on top
+ * keeps the same contract whatever it takes its memory from. */
+static void every_strategy_over_every_strategy(void **state) {
+  place_list list = available_places();
+  size_t top, below;
+  int k;
+  (void)state;
+  for (top = 0; top < strategy_count; ++top) {
+    for (below = 0; below < strategy_count; ++below) {
+      char config[64];
+      snprintf(config, sizeof config, "upstream=%s", strategies[below]);
+      for (k = 0; k < list.count; ++k) check_one(&list, k, strategies[top], config);
     }
   }
 }
@@ -152,6 +181,7 @@ static void place_defaults_on_every_place(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(every_strategy_on_every_place),
+      cmocka_unit_test(every_strategy_over_every_strategy),
       cmocka_unit_test(place_defaults_on_every_place),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,6 +1,8 @@
 // The "limit" adaptor strategy (see limit_strategy.hpp).
 #include "strategy/limit_strategy.hpp"
 
+#include <algorithm>
+
 #include "core/error.hpp"
 
 namespace dao::detail {
@@ -27,6 +29,7 @@ void* limit_strategy::allocate(std::size_t bytes, const stream_object* stream) {
     } catch (const out_of_memory&) {
       inner_.deallocate(p);
       limit_.give(bytes);
+      refused_after_rounding_.fetch_add(1, std::memory_order_relaxed);
       refused_.fetch_add(1, std::memory_order_relaxed);
       throw;
     }
@@ -43,12 +46,17 @@ void limit_strategy::deallocate(void* p) {
 allocator_counters limit_strategy::counters() const {
   allocator_counters c = inner_.counters();
   c.failed_alloc_count += refused_.load(std::memory_order_relaxed);
+  // A refused request is no allocation (the block below was freed at once).
+  const std::uint64_t undone = refused_after_rounding_.load(std::memory_order_relaxed);
+  c.alloc_count -= std::min(undone, c.alloc_count);
+  c.free_count -= std::min(undone, c.free_count);
   return c;
 }
 
 void limit_strategy::reset_accumulated() {
   inner_.reset_accumulated();
   refused_.store(0, std::memory_order_relaxed);
+  refused_after_rounding_.store(0, std::memory_order_relaxed);
 }
 
 }  // namespace dao::detail

@@ -39,6 +39,10 @@ class limit_strategy final : public strategy {
   strategy& inner_;
   byte_limit limit_;  // counts the usable size of every live block
   std::atomic<std::uint64_t> refused_{0};
+  // Refusals of a block the strategy below had already handed out (larger
+  // than asked for): it counted an allocation and a free that, seen from
+  // above, never happened; counters() takes them out again.
+  std::atomic<std::uint64_t> refused_after_rounding_{0};
 };
 
 }  // namespace dao::detail

@@ -13,6 +13,8 @@
 # --- the soak program ----------------------------------------------------------
 add_executable(dao_soak ${CMAKE_CURRENT_SOURCE_DIR}/soak/dao_soak.c)
 target_link_libraries(dao_soak PRIVATE dao Threads::Threads)
+# Reads the list of strategies from strategy/strategy_list.h (C, no C++).
+target_include_directories(dao_soak PRIVATE ${PROJECT_SOURCE_DIR}/src)
 target_compile_options(dao_soak PRIVATE ${DAO_WARNING_FLAGS})
 # Linked by the C++ driver: with clang and -fsanitize=undefined, libdao's C++
 # code needs the sanitizer's C++ runtime (vptr checks), which only clang++

@@ -1,9 +1,9 @@
 // fuzz_allocator: random sequences of allocator operations against a
 // reference model.
 //
-// The input drives up to 256 steps on up to 4 allocators (buddy, caching or
-// system with random valid and invalid configs, on the CPU or a SIM device of
-// 64 MiB) and the three place defaults (dao_alloc / dao_free on CPU, SIM 0 and
+// The input drives up to 256 steps on up to 4 allocators (every strategy of
+// strategy/strategy_list.h, alone or stacked with `upstream=`, with random
+// valid and invalid configs, on the CPU or a SIM device of 64 MiB) and the three place defaults (dao_alloc / dao_free on CPU, SIM 0 and
 // SIM 1): allocations of every size (0, small, large, beyond a device, huge)
 // on the default stream or a stream of any place, frees of live blocks,
 // double frees, frees of interior, foreign and other allocators' pointers,
@@ -41,6 +41,7 @@
 #include <time.h>
 
 #include "fuzz_common.h"
+#include "strategy/strategy_list.h"
 
 namespace {
 
@@ -51,8 +52,62 @@ constexpr int kPlaces = 3;                       // CPU, SIM 0, SIM 1
 
 dao_place place_of(int pl) { return pl == 0 ? dao_place_cpu() : dao_place_sim(pl - 1); }
 
-enum strategy_kind { kBuddy, kCaching, kSystem };
-const char* const kStrategyNames[3] = {"buddy", "caching", "system"};
+enum strategy_kind { kBuddy, kCaching, kSystem };  // the first three of the list
+#define FUZZ_STRATEGY_NAME(s) #s,
+const char* const kStrategyNames[] = {DAO_STRATEGY_LIST(FUZZ_STRATEGY_NAME)};
+#undef FUZZ_STRATEGY_NAME
+constexpr int kStrategyCount = static_cast<int>(sizeof kStrategyNames / sizeof kStrategyNames[0]);
+
+// The behaviour model of each strategy of the list, in its order: which
+// semantics apply (stream-ordered, with snapshots and every statistic, as
+// "caching"; or freeing at once, as "buddy" and "system"; or, for an
+// adaptor, those of the strategy below it, by default the place kind's
+// built-in default), and the config keys it takes with a few values each
+// (the first valid, the last often not).
+enum class semantics { frees_at_once, stream_ordered, as_below };
+struct strategy_model {
+  const char* name;
+  semantics sem;
+  const char* const (*keys)[6];
+  int nkeys;
+};
+const char* const kBuddyKeys[][6] = {
+    {"min_block", "256", "512", "4096", "65536", "100"},
+    {"chunk_size", "1MiB", "2MiB", "4MiB", "16MiB", "3MiB"},
+    {"max_pool", "0", "4MiB", "16MiB", "32MiB", "1GiB"},
+    {"initial_pool", "0", "1MiB", "4MiB", "8MiB", "100MiB"},
+};
+const char* const kCachingKeys[][6] = {
+    {"max_split_size", "0", "21MiB", "32MiB", "64MiB", "1MiB"},
+    {"roundup_power2_divisions", "0", "1", "2", "4", "3"},
+    {"garbage_collection_threshold", "0", "0.5", "0.8", "0.95", "1.5"},
+    {"memory_fraction", "0", "0.25", "0.5", "1", "2"},
+    {"max_pool", "0", "8MiB", "16MiB", "48MiB", "1TiB"},
+    {"expandable_segments", "true", "false", "1", "off", "maybe"},
+    {"reserve_slack", "none", "0", "0.5", "2", "-1"},
+    {"reserve_headroom", "none", "0", "0.1", "1", "x"},
+    {"fast_reuse", "true", "false", "1", "on", "often"},
+};
+const char* const kLimitKeys[][6] = {
+    {"max_pool", "0", "1MiB", "4MiB", "16MiB", "lots"},
+    {"memory_fraction", "0", "0.05", "0.25", "1", "1.5"},
+};
+const strategy_model kModels[] = {
+    {"buddy", semantics::frees_at_once, kBuddyKeys, 4},
+    {"caching", semantics::stream_ordered, kCachingKeys, 9},
+    {"system", semantics::frees_at_once, nullptr, 0},
+    {"limit", semantics::as_below, kLimitKeys, 2},
+};
+static_assert(sizeof kModels / sizeof kModels[0] == sizeof kStrategyNames / sizeof kStrategyNames[0],
+              "a strategy of strategy_list.h without its model here (kModels)");
+
+// Whether an allocator of the stack `chain` (top first; an adaptor at the
+// bottom stands over the place kind's default) is stream-ordered.
+bool stream_ordered(const std::vector<int>& chain, int pl) {
+  for (int k : chain)
+    if (kModels[k].sem != semantics::as_below) return kModels[k].sem == semantics::stream_ordered;
+  return pl != 0;  // built-in defaults: buddy on the CPU, caching on SIM devices
+}
 
 struct stream_rec {
   dao_stream s = nullptr;
@@ -75,7 +130,8 @@ struct block {
 
 struct allocator_rec {
   dao_allocator* a = nullptr;
-  int strategy = kBuddy;
+  int strategy = kBuddy;  // the strategy on top
+  bool ordered = false;   // stream-ordered (see stream_ordered())
   int pl = 0;
   bool place_default = false;
   bool limited = false;  // max_pool / memory_fraction: may run out on the CPU
@@ -124,6 +180,7 @@ class machine {
       allocator_rec r;
       FUZZ_OK(dao_place_allocator(place_of(pl), &r.a));
       r.strategy = pl == 0 ? kBuddy : kCaching;  // the defaults (no DAO_ALLOCATOR set)
+      r.ordered = pl != 0;
       r.pl = pl;
       r.place_default = true;
       r.accumulated_reset = true;
@@ -187,12 +244,12 @@ class machine {
     FUZZ_OK(dao_allocator_get_stat(r.a, DAO_STAT_ALLOCATED_BLOCKS, DAO_STAT_POOL_ALL, &st));
     FUZZ_CHECK(st.current == static_cast<std::int64_t>(r.live.size()), "%s: blocks stat %" PRId64 ", model %zu",
                name, st.current, r.live.size());
-    if (r.strategy != kCaching) {  // they free at once: active = allocated
+    if (!r.ordered) {  // they free at once: active = allocated
       FUZZ_OK(dao_allocator_get_stat(r.a, DAO_STAT_ACTIVE_BYTES, DAO_STAT_POOL_ALL, &st));
       FUZZ_CHECK(st.current == static_cast<std::int64_t>(allocated), "%s: active %" PRId64 " != allocated %" PRIu64,
                  name, st.current, allocated);
     }
-    if (r.strategy == kCaching) {
+    if (r.ordered) {
       for (int m : {DAO_STAT_ALLOCATED_BYTES, DAO_STAT_ALLOCATED_BLOCKS, DAO_STAT_REQUESTED_BYTES,
                     DAO_STAT_ACTIVE_BYTES, DAO_STAT_RESERVED_BYTES}) {
         dao_stat all, small, large;
@@ -373,30 +430,13 @@ class machine {
     }
   }
 
-  std::string make_config(int strategy, bool& limited) {
-    static const char* const buddy_keys[][6] = {
-        {"min_block", "256", "512", "4096", "65536", "100"},
-        {"chunk_size", "1MiB", "2MiB", "4MiB", "16MiB", "3MiB"},
-        {"max_pool", "0", "4MiB", "16MiB", "32MiB", "1GiB"},
-        {"initial_pool", "0", "1MiB", "4MiB", "8MiB", "100MiB"},
-    };
-    static const char* const caching_keys[][6] = {
-        {"max_split_size", "0", "21MiB", "32MiB", "64MiB", "1MiB"},
-        {"roundup_power2_divisions", "0", "1", "2", "4", "3"},
-        {"garbage_collection_threshold", "0", "0.5", "0.8", "0.95", "1.5"},
-        {"memory_fraction", "0", "0.25", "0.5", "1", "2"},
-        {"max_pool", "0", "8MiB", "16MiB", "48MiB", "1TiB"},
-        {"expandable_segments", "true", "false", "1", "off", "maybe"},
-        {"reserve_slack", "none", "0", "0.5", "2", "-1"},
-        {"reserve_headroom", "none", "0", "0.1", "1", "x"},
-        {"fast_reuse", "true", "false", "1", "on", "often"},
-    };
+  // A strategy's own keys, each present or not, with one of its values.
+  std::string make_keys(int strategy, bool& limited) {
     std::string out;
-    limited = false;
-    const int nkeys = strategy == kBuddy ? 4 : strategy == kCaching ? 9 : 0;
-    for (int k = 0; k < nkeys; ++k) {
+    const strategy_model& m = kModels[strategy];
+    for (int k = 0; k < m.nkeys; ++k) {
       if (!in_.ConsumeBool()) continue;
-      const char* const* row = strategy == kBuddy ? buddy_keys[k] : caching_keys[k];
+      const char* const* row = m.keys[k];
       const int v = in_.ConsumeIntegralInRange<int>(1, 5);
       if (!out.empty()) out += ',';
       out += std::string(row[0]) + "=" + row[v];
@@ -404,11 +444,49 @@ class machine {
           (std::strcmp(row[0], "memory_fraction") == 0 && std::strcmp(row[v], "0") != 0))
         limited = true;
     }
-    switch (in_.ConsumeIntegralInRange<int>(0, 15)) {  // now and then, something malformed
+    return out;
+  }
+
+  // `own` with `upstream=<below>` and the config of the strategy below,
+  // each key prefixed `upstream.`.
+  static std::string stacked(std::string own, int below, const std::string& below_config) {
+    if (!own.empty()) own += ',';
+    own += std::string("upstream=") + kStrategyNames[below];
+    std::size_t start = 0;
+    while (start < below_config.size()) {
+      std::size_t comma = below_config.find(',', start);
+      if (comma == std::string::npos) comma = below_config.size();
+      own += ",upstream." + below_config.substr(start, comma - start);
+      start = comma + 1;
+    }
+    return own;
+  }
+
+  // A config for `strategy`. Now and then something malformed, or a stack:
+  // the strategy under another one, or over another one (12 and 13 meant
+  // nothing before stacking: the regression inputs do not pick them, and
+  // decode as they did); `chain` receives the stack, top first.
+  std::string make_config(int strategy, bool& limited, std::vector<int>& chain) {
+    limited = false;
+    std::string out = make_keys(strategy, limited);
+    chain.assign(1, strategy);
+    switch (in_.ConsumeIntegralInRange<int>(0, 15)) {
       case 0: out += ",bogus_key=1"; break;
       case 1: out += ",="; break;
       case 2: out += ",,"; break;
       case 3: out = in_.ConsumeRandomLengthString(64); break;
+      case 12: {  // under another strategy
+        const int top = in_.ConsumeIntegralInRange<int>(0, kStrategyCount - 1);
+        out = stacked(make_keys(top, limited), strategy, out);
+        chain.insert(chain.begin(), top);
+        break;
+      }
+      case 13: {  // over another strategy
+        const int below = in_.ConsumeIntegralInRange<int>(0, kStrategyCount - 1);
+        out = stacked(out, below, make_keys(below, limited));
+        chain.push_back(below);
+        break;
+      }
       default: break;
     }
     return out;
@@ -416,10 +494,17 @@ class machine {
 
   void op_create() {
     if (allocs_.size() >= kPlaces + 4) return;
-    const int strategy = in_.ConsumeIntegralInRange<int>(0, 2);
+    // The first three strategies here; the others of the list come in
+    // stacks (make_config), so that older inputs keep their meaning.
+    int strategy = in_.ConsumeIntegralInRange<int>(0, 2);
     const int where = in_.ConsumeIntegralInRange<int>(0, 7);
     bool limited = false;
-    std::string config = make_config(strategy, limited);
+    std::vector<int> chain;
+    std::string config = make_config(strategy, limited, chain);
+    strategy = chain.front();
+    if (std::getenv("FUZZ_TRACE_CREATE") != nullptr)
+      std::fprintf(stderr, "create %s (%zu in the stack) on %d: '%s'\n", kStrategyNames[strategy],
+                   chain.size(), where, config.c_str());
     dao_allocator* sentinel = reinterpret_cast<dao_allocator*>(std::uintptr_t{0x5a5a5a00});
     dao_allocator* a = sentinel;
     if (where >= 5) {  // a place that does not exist, or a strategy that does not
@@ -452,6 +537,7 @@ class machine {
     allocator_rec r;
     r.a = a;
     r.strategy = strategy;
+    r.ordered = stream_ordered(chain, pl);
     r.pl = pl;
     r.limited = limited || config.find("max_pool") != std::string::npos ||
                 config.find("memory_fraction") != std::string::npos;
@@ -505,7 +591,7 @@ class machine {
     const std::size_t n = pick_size(r->pl, must_fail);
     const int si = r->place_default ? -1 : pick_stream();
     if (!must_fail && live_bytes() + n > kMaxLiveBytes) return;
-    const bool wrong_place = si >= 0 && r->strategy == kCaching && streams_[si].pl != r->pl;
+    const bool wrong_place = si >= 0 && r->ordered && streams_[si].pl != r->pl;
     frozen before = freeze(*r);
     void* p = reinterpret_cast<void*>(1);
     dao_status s = r->place_default ? dao_alloc(place_of(r->pl), n, &p)
@@ -564,7 +650,7 @@ class machine {
     block& b = it->second;
     // Stream-ordered (caching, on a stream): check in stream order, free at
     // once. Buddy and system free at once: all work must be done first.
-    const bool ordered = r.strategy == kCaching && !r.place_default && b.stream >= 0 && in_.ConsumeBool();
+    const bool ordered = r.ordered && !r.place_default && b.stream >= 0 && in_.ConsumeBool();
     if (ordered) {
       stream_check(b, b.stream, 200);  // runs after the free below
     } else {
@@ -622,7 +708,7 @@ class machine {
                      "usable_size of an interior pointer");
       // Buddy and system: both "not stream-ordered" and "not live" apply.
       const dao_status rs = dao_allocator_record_stream(r->a, q, nullptr);
-      if (r->strategy == kCaching || rs != DAO_ERR_UNSUPPORTED)
+      if (r->ordered || rs != DAO_ERR_UNSUPPORTED)
         expect_refused(rs, DAO_ERR_INVALID_POINTER, "record_stream of an interior pointer");
     }
     same(*r, before, "an interior free");
@@ -733,7 +819,7 @@ class machine {
     dao_stream s = si >= 0 ? streams_[si].s : nullptr;
     frozen before = freeze(*r);
     dao_status st = dao_allocator_record_stream(r->a, b->p, s);
-    if (r->strategy != kCaching) {
+    if (!r->ordered) {
       expect_refused(st, DAO_ERR_UNSUPPORTED, "record_stream on buddy/system");
       same(*r, before, "record_stream on buddy/system");
       return;
@@ -810,7 +896,7 @@ class machine {
       return;
     }
     // Buddy and system keep the whole-pool figures but the inactive split.
-    const bool kept = r->strategy == kCaching ||
+    const bool kept = r->ordered ||
                       (p == DAO_STAT_POOL_ALL && m != DAO_STAT_INACTIVE_SPLIT_BYTES &&
                        m != DAO_STAT_INACTIVE_SPLIT_BLOCKS);
     if (!kept) {
@@ -836,7 +922,7 @@ class machine {
     if (r == nullptr) return;
     dao_snapshot* snap = nullptr;
     dao_status s = dao_allocator_snapshot(r->a, &snap);
-    if (r->strategy != kCaching) {
+    if (!r->ordered) {
       expect_refused(s, DAO_ERR_UNSUPPORTED, "snapshot of buddy/system");
       return;
     }
@@ -906,7 +992,7 @@ class machine {
     if (r == nullptr) return;
     size_t len = 0;
     dao_status s = dao_allocator_snapshot_json(r->a, nullptr, 0, &len);
-    if (r->strategy != kCaching) {
+    if (!r->ordered) {
       expect_refused(s, DAO_ERR_UNSUPPORTED, "JSON of buddy/system");
       return;
     }
@@ -1055,6 +1141,12 @@ class machine {
 }  // namespace
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
+  for (int i = 0; i < kStrategyCount; ++i)
+    if (std::strcmp(kModels[i].name, kStrategyNames[i]) != 0) {
+      std::fprintf(stderr, "fuzz_allocator: model %d is '%s', strategy_list.h says '%s'\n", i,
+                   kModels[i].name, kStrategyNames[i]);
+      std::abort();
+    }
   const size_t caps[2] = {kSimCapacity, kSimCapacity};
   if (dao_sim_configure(2, caps) != DAO_OK) {
     std::fprintf(stderr, "fuzz_allocator: dao_sim_configure: %s\n", dao_last_error());

@@ -6,14 +6,20 @@
 //   3    dao_tiered_create on SIM 0;
 //   4    dao_recycle_create on the CPU;
 //   5    the internal parser, config::parse, with every take_* on its keys;
-//   6    the internal size parser, parse_size.
+//   6    the internal size parser, parse_size;
+//   7-   dao_allocator_create as 0-2 with the strategies after the third of
+//        strategy/strategy_list.h (7: limit), so that older inputs keep
+//        their meaning.
+// The text may stack strategies (`upstream=<name>`, `upstream.<key>=...`).
 // Invariants:
 //   - nothing crashes, hangs or leaks, and no exception other than libdao's
 //     own escapes the internal parser (ASan, UBSan, libFuzzer);
 //   - a failing call gives a documented status with a message, and leaves
 //     its out-parameter alone;
 //   - an allocator created from a config reports (dao_allocator_info) an
-//     effective config that holds every key of its strategy once, that
+//     effective config that holds every key of its strategy once (and, when
+//     stacked or an adaptor, `upstream` and the keys of the strategy below
+//     prefixed `upstream.`, recursively), that
 //     creates an allocator again, whose effective config is the same string
 //     (round trip), and whose values are the values asked for;
 //   - the allocator works (SIM): a small block can be allocated, written,
@@ -33,21 +39,66 @@
 
 #include "core/config.hpp"
 #include "core/error.hpp"
+#include "strategy/strategy_list.h"
 #include "util/format.hpp"
 
 using dao::detail::config;
 
 namespace {
 
-const char* const kStrategies[3] = {"buddy", "caching", "system"};
+// The model of each strategy of strategy/strategy_list.h, in its order: the
+// keys of its own effective config (dao_allocator_info), and whether it is
+// an adaptor (over the place kind's built-in default without `upstream`).
+struct strategy_model {
+  const char* name;
+  std::vector<std::string> keys;
+  bool adaptor;
+};
+const strategy_model kModels[] = {
+    {"buddy", {"min_block", "chunk_size", "max_pool", "initial_pool"}, false},
+    {"caching",
+     {"max_split_size", "roundup_power2_divisions", "garbage_collection_threshold",
+      "memory_fraction", "max_pool", "expandable_segments", "reserve_slack", "reserve_headroom",
+      "fast_reuse"},
+     false},
+    {"system", {}, false},
+    {"limit", {"max_pool", "memory_fraction"}, true},
+};
+#define FUZZ_STRATEGY_NAME(s) #s,
+const char* const kStrategies[] = {DAO_STRATEGY_LIST(FUZZ_STRATEGY_NAME)};
+#undef FUZZ_STRATEGY_NAME
+constexpr int kStrategyCount = static_cast<int>(sizeof kStrategies / sizeof kStrategies[0]);
+static_assert(sizeof kModels / sizeof kModels[0] == sizeof kStrategies / sizeof kStrategies[0],
+              "a strategy of strategy_list.h without its model here (kModels)");
+static_assert(kStrategyCount >= 3, "targets 0-2 are the first three strategies");
 
-// Keys of each strategy's effective config (dao_allocator_info).
-const std::vector<std::string> kEffectiveKeys[3] = {
-    {"min_block", "chunk_size", "max_pool", "initial_pool"},
-    {"max_split_size", "roundup_power2_divisions", "garbage_collection_threshold",
-     "memory_fraction", "max_pool", "expandable_segments", "reserve_slack", "reserve_headroom",
-     "fast_reuse"},
-    {}};
+int strategy_index(const std::string& name) {
+  for (int i = 0; i < kStrategyCount; ++i)
+    if (name == kStrategies[i]) return i;
+  FUZZ_FAIL("an allocator was created over the unknown strategy '%s'", name.c_str());
+  return 0;
+}
+
+// The keys of the effective config of strategy `index` created from the
+// config `asked`, under `prefix` ("upstream." for the strategy below, ...).
+void expected_keys(int index, const std::map<std::string, std::string>& asked,
+                   const std::string& prefix, dao_place place, std::vector<std::string>& out) {
+  for (const std::string& k : kModels[index].keys) out.push_back(prefix + k);
+  std::string below;
+  auto it = asked.find(prefix + "upstream");
+  if (it != asked.end()) below = it->second;
+  else if (kModels[index].adaptor) below = place.kind == DAO_PLACE_CPU ? "buddy" : "caching";
+  if (below.empty()) return;
+  out.push_back(prefix + "upstream");
+  expected_keys(strategy_index(below), asked, prefix + "upstream.", place, out);
+}
+
+// A key without its `upstream.` prefixes.
+std::string base_key(const std::string& key) {
+  std::string k = key;
+  while (k.compare(0, 9, "upstream.") == 0) k.erase(0, 9);
+  return k;
+}
 
 enum class kind { size, number, boolean, none_or_number };
 
@@ -91,9 +142,17 @@ bool boolean_of(const std::string& v) {
 
 // Whether the value asked for (`asked`, a key of the input) is the value
 // reported (`effective`), for the key as the effective config names it.
-void check_value(const std::string& key, const std::string& asked, const std::string& effective,
-                 const std::string& input, const std::string& eff_config) {
+void check_value(const std::string& prefixed, const std::string& asked,
+                 const std::string& effective, const std::string& input,
+                 const std::string& eff_config) {
+  const std::string key = base_key(prefixed);
   bool same = true;
+  if (key == "upstream") {  // the name of the strategy below
+    FUZZ_CHECK(asked == effective, "config '%s' asked %s=%s but the effective config '%s' says %s",
+               input.c_str(), prefixed.c_str(), asked.c_str(), eff_config.c_str(),
+               effective.c_str());
+    return;
+  }
   switch (kind_of(key)) {
     case kind::size: {
       std::size_t want = dao::detail::parse_size(asked, key);
@@ -116,7 +175,8 @@ void check_value(const std::string& key, const std::string& asked, const std::st
   }
   if (!same)
     FUZZ_FAIL("config '%s' asked %s=%s but the effective config '%s' says %s=%s", input.c_str(),
-              key.c_str(), asked.c_str(), eff_config.c_str(), key.c_str(), effective.c_str());
+              prefixed.c_str(), asked.c_str(), eff_config.c_str(), prefixed.c_str(),
+              effective.c_str());
 }
 
 void fuzz_allocator_config(int strategy, int where, const std::string& text) {
@@ -151,27 +211,31 @@ void fuzz_allocator_config(int strategy, int where, const std::string& text) {
   } catch (const dao::detail::error& e) {
     FUZZ_FAIL("effective config '%s' does not parse: %s", eff1.c_str(), e.what());
   }
-  FUZZ_CHECK(keys.size() == kEffectiveKeys[strategy].size(),
-             "effective config '%s' has %zu keys, expected %zu", eff1.c_str(), keys.size(),
-             kEffectiveKeys[strategy].size());
-  for (const std::string& k : kEffectiveKeys[strategy])
+  const std::map<std::string, std::string> asked = split(text);
+  std::vector<std::string> expected;
+  expected_keys(strategy, asked, "", place, expected);
+  FUZZ_CHECK(keys.size() == expected.size(), "effective config '%s' has %zu keys, expected %zu",
+             eff1.c_str(), keys.size(), expected.size());
+  for (const std::string& k : expected)
     FUZZ_CHECK(keys.count(k) == 1, "effective config '%s' lacks %s", eff1.c_str(), k.c_str());
 
   // The values asked for are the values reported.
-  const std::map<std::string, std::string> asked = split(text);
   for (const auto& [k, v] : asked) {
-    if (k == "max_split_size_mb") {
-      if (asked.count("max_split_size") != 0) continue;  // both given: one wins
+    const std::string base = base_key(k);
+    if (base == "max_split_size_mb") {
+      const std::string prefix = k.substr(0, k.size() - base.size());
+      const std::string bytes_key = prefix + "max_split_size";
+      if (asked.count(bytes_key) != 0) continue;  // both given: one wins
       double mb = number_of(v);
-      std::size_t eff_bytes = dao::detail::parse_size(keys["max_split_size"], k);
+      std::size_t eff_bytes = dao::detail::parse_size(keys[bytes_key], k);
       // mb is a whole number that passed validation; mb MiB may not fit a size_t.
       if (mb >= 17592186044416.0 /* 2^44 */ || eff_bytes != static_cast<std::size_t>(mb) << 20)
-        FUZZ_FAIL("config '%s' asked max_split_size_mb=%s but the effective config '%s' says "
-                  "max_split_size=%s",
-                  text.c_str(), v.c_str(), eff1.c_str(), keys["max_split_size"].c_str());
+        FUZZ_FAIL("config '%s' asked %s=%s but the effective config '%s' says %s=%s",
+                  text.c_str(), k.c_str(), v.c_str(), eff1.c_str(), bytes_key.c_str(),
+                  keys[bytes_key].c_str());
       continue;
     }
-    if (k == "expandable_segments") continue;  // false where the place cannot map
+    if (base == "expandable_segments") continue;  // false where the place cannot map
     if (keys.count(k) != 0) {
       check_value(k, v, keys[k], text, eff1);
     }
@@ -331,6 +395,12 @@ void fuzz_size(std::string_view text) {
 }  // namespace
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
+  for (int i = 0; i < kStrategyCount; ++i)
+    if (std::strcmp(kModels[i].name, kStrategies[i]) != 0) {
+      std::fprintf(stderr, "fuzz_config: model %d is '%s', strategy_list.h says '%s'\n", i,
+                   kModels[i].name, kStrategies[i]);
+      std::abort();
+    }
   const size_t caps[2] = {size_t(64) << 20, size_t(4) << 20};
   if (dao_sim_configure(2, caps) != DAO_OK) {
     std::fprintf(stderr, "fuzz_config: dao_sim_configure: %s\n", dao_last_error());
@@ -341,15 +411,15 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 1 || size > 4096) return 0;
-  const int target = data[0] % 7;
+  const int target = data[0] % (4 + kStrategyCount);
   std::string_view raw(reinterpret_cast<const char*>(data + 1), size - 1);
-  if (target <= 2) {
+  if (target <= 2 || target >= 7) {
     if (raw.empty()) return 0;
     const int where = static_cast<unsigned char>(raw[0]) % 3;
     // A C string ends at its first NUL.
     std::string text(raw.substr(1));
     text = text.c_str();
-    fuzz_allocator_config(target, where, text);
+    fuzz_allocator_config(target <= 2 ? target : target - 4, where, text);
   } else if (target == 3 || target == 4) {
     std::string text(raw);
     text = text.c_str();

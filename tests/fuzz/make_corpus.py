@@ -33,6 +33,13 @@ CACHING = [
     "reserve_headroom=0.25,reserve_slack=none,roundup_power2_divisions=16",
     "memory_fraction=1,max_split_size=0",
 ]
+# Stacked strategies: (target, where, config); target 7 is "limit" (the
+# fourth name of strategy_list.h).
+STACKS = [
+    (7, 0, "max_pool=1MiB,upstream=caching,upstream.upstream=buddy"),
+    (7, 2, "memory_fraction=0.5"),
+    (1, 0, "upstream=limit,upstream.max_pool=3MiB"),
+]
 TIERED = [
     "",
     "policy=lru,prefetch=0",
@@ -61,6 +68,8 @@ def main():
             for c in configs:
                 write("fuzz_config", "alloc-%02d" % n, bytes([target, where]) + c.encode())
                 n += 1
+    for i, (target, where, c) in enumerate(STACKS):
+        write("fuzz_config", "stack-%02d" % i, bytes([target, where]) + c.encode())
     for i, c in enumerate(TIERED):
         write("fuzz_config", "tiered-%d" % i, b"\x03" + c.encode())
     for i, c in enumerate(RECYCLE):

@@ -17,7 +17,8 @@
  *     stream: stream order must keep them safe), misuse (interior, foreign,
  *     wrong-allocator and wrong-place pointers must give
  *     DAO_ERR_INVALID_POINTER and change nothing), impossible sizes, trims,
- *     statistics, snapshots, private allocators created and destroyed;
+ *     statistics, snapshots, private allocators of every strategy (alone or
+ *     stacked with `upstream=`) created and destroyed;
  *   - recycle pools (a collection of two, CPU and SIM 0) with a producer and
  *     a consumer thread that block, while workers also produce and consume
  *     without blocking; the consumer checks every byte and the order;
@@ -39,6 +40,8 @@
 #define _GNU_SOURCE
 
 #include <dao.h>
+
+#include "strategy/strategy_list.h"
 
 #include <errno.h>
 #ifdef __GLIBC__
@@ -754,17 +757,51 @@ static void op_stats(worker *w) {
   }
 }
 
-/* A private allocator: created, used, refused destruction while a block is
- * live, then emptied and destroyed. */
+/* Every strategy, from the library's own list (strategy/strategy_list.h). */
+#define SOAK_STRATEGY_NAME(s) #s,
+static const char *const g_strategies[] = {DAO_STRATEGY_LIST(SOAK_STRATEGY_NAME)};
+#undef SOAK_STRATEGY_NAME
+#define NSTRATEGIES ((int)(sizeof g_strategies / sizeof g_strategies[0]))
+
+/* A config for a private allocator of strategy `k`: its defaults, a few keys
+ * of its own, or stacked on a random strategy (`upstream=`). Sets *capped
+ * when a max_pool may refuse the allocations of op_private_allocator. */
+static void private_config(worker *w, int k, char *buf, size_t n, int *capped) {
+  const char *name = g_strategies[k];
+  const char *below = g_strategies[rng_below(&w->rng, NSTRATEGIES)];
+  *capped = 0;
+  buf[0] = '\0';
+  switch (rng_below(&w->rng, 4)) {
+    case 1:
+      if (strcmp(name, "buddy") == 0) snprintf(buf, n, "chunk_size=1MiB,initial_pool=1MiB");
+      if (strcmp(name, "limit") == 0) snprintf(buf, n, "max_pool=2MiB");
+      *capped = strcmp(name, "limit") == 0;
+      break;
+    case 2:
+      snprintf(buf, n, "upstream=%s", below);
+      break;
+    case 3:
+      if (strcmp(name, "limit") == 0) snprintf(buf, n, "max_pool=1MiB,upstream=%s", below);
+      *capped = strcmp(name, "limit") == 0;
+      break;
+    default:
+      break;
+  }
+}
+
+/* A private allocator of any strategy (alone or stacked): created, used,
+ * refused destruction while a block is live, then emptied and destroyed. */
 static void op_private_allocator(worker *w) {
-  static const char *const strategies[] = {"buddy", "caching", "system"};
-  static const char *const configs[] = {"", "chunk_size=1MiB,initial_pool=1MiB", "", ""};
-  int k = (int)rng_below(&w->rng, 3), pl = (int)rng_below(&w->rng, PL_COUNT), i, n = 0;
+  char config[96];
+  int k = (int)rng_below(&w->rng, NSTRATEGIES), pl = (int)rng_below(&w->rng, PL_COUNT), i, n = 0;
+  int capped = 0;
   dao_allocator *a = NULL;
   void *ps[8];
   uint64_t ids[8];
   size_t sizes[8];
-  dao_status st = dao_allocator_create(place_of(pl), strategies[k], k == 0 ? configs[rng_below(&w->rng, 2)] : "", &a);
+  dao_status st;
+  private_config(w, k, config, sizeof config, &capped);
+  st = dao_allocator_create(place_of(pl), g_strategies[k], config, &a);
   if (st == DAO_ERR_OUT_OF_MEMORY && pl != PL_CPU) {
     ++w->oom;
     return;
@@ -773,7 +810,7 @@ static void op_private_allocator(worker *w) {
   for (i = 0; i < 8; ++i) {
     sizes[n] = random_size(w) % (512 * KIB) + 1;
     st = dao_allocator_alloc(a, sizes[n], NULL, &ps[n]);
-    if (st == DAO_ERR_OUT_OF_MEMORY && pl != PL_CPU) {
+    if (st == DAO_ERR_OUT_OF_MEMORY && (pl != PL_CPU || capped)) {
       ++w->oom;
       continue;
     }
