@@ -10,6 +10,12 @@
 #include "strategy/strategy.hpp"
 
 namespace dao::detail {
+namespace {
+
+// The allocator of a place: the pool's one way to its memory.
+strategy& allocator_for(dao_place place) { return *place_allocator(place).impl; }
+
+}  // namespace
 
 tier_memory::tier_memory(dao_place device, dao_place host, std::size_t device_budget,
                          std::size_t host_budget, dao_tiered_stats& stats)
@@ -18,12 +24,12 @@ tier_memory::tier_memory(dao_place device, dao_place host, std::size_t device_bu
   resource_for(host);
   device_ = device_resource_->place();
   host_ = host;
-  device_base_ = place_allocator(device_).impl->allocate(device_budget, DAO_STREAM_DEFAULT);
+  device_base_ = allocator_for(device_).allocate(device_budget, DAO_STREAM_DEFAULT);
 }
 
 tier_memory::~tier_memory() {
   try {
-    place_allocator(device_).impl->deallocate(device_base_);
+    allocator_for(device_).deallocate(device_base_);
   } catch (...) {
   }
 }
@@ -36,7 +42,7 @@ void* tier_memory::host_allocate(std::size_t bytes) {
 
 void tier_memory::host_free(void* p, std::size_t bytes) noexcept {
   try {
-    place_allocator(host_).impl->deallocate(p);
+    allocator_for(host_).deallocate(p);
   } catch (...) {
   }
   stats_.host_bytes -= bytes;
@@ -48,7 +54,7 @@ void tier_memory::host_reserve(std::size_t bytes) noexcept {
 }
 
 void* tier_memory::host_allocate_reserved(std::size_t bytes) const {
-  return place_allocator(host_).impl->allocate(bytes, DAO_STREAM_DEFAULT);
+  return allocator_for(host_).allocate(bytes, DAO_STREAM_DEFAULT);
 }
 
 }  // namespace dao::detail
