@@ -5,7 +5,6 @@
 #include <algorithm>
 
 #include "core/error.hpp"
-#include "tiered/tier_memory.hpp"
 #include "tiered/transfers.hpp"
 #include "tiered/unlocked.hpp"
 #include "util/format.hpp"
@@ -24,10 +23,6 @@ constexpr double kCompactRatio = 0.5;
 placement::placement(std::size_t device_budget, const scorer& scorer, tier_memory& memory,
                      transfers& copies, dao_tiered_stats& stats)
     : arena_(device_budget), scorer_(scorer), memory_(memory), copies_(copies), stats_(stats) {}
-
-void* placement::device_ptr(const dao_tensor& t) const noexcept {
-  return memory_.device_ptr(t.offset);
-}
 
 void placement::fail(std::string message) {
   if (failure_.empty()) failure_ = std::move(message);

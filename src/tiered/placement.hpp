@@ -18,10 +18,10 @@
 #include "tiered/device_arena.hpp"
 #include "tiered/policy.hpp"
 #include "tiered/tensor.hpp"
+#include "tiered/tier_memory.hpp"
 
 namespace dao::detail {
 
-class tier_memory;
 class transfers;
 
 class placement {
@@ -39,7 +39,7 @@ class placement {
   std::size_t capacity() const noexcept { return arena_.capacity(); }
 
   // Where a resident tensor is on the device.
-  void* device_ptr(const dao_tensor& t) const noexcept;
+  void* device_ptr(const dao_tensor& t) const noexcept { return memory_.device_ptr(t.offset); }
 
   // Makes every tensor of a kernel (`tensors`, distinct, all pinned)
   // resident at logical time `now`, evicting or compacting as needed.
