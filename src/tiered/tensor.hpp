@@ -76,7 +76,17 @@ inline void append_access(dao_tensor& t, std::uint64_t time, bool read, bool wri
 
 // Marks the accesses up to `now` executed (last_use follows), dropping the
 // executed part of the row now and then.
-void advance(dao_tensor& t, std::uint64_t now);
+inline void advance(dao_tensor& t, std::uint64_t now) {
+  while (t.cursor < t.accesses.size() && t.accesses[t.cursor].t <= now) {
+    t.last_use = t.accesses[t.cursor].t;
+    ++t.cursor;
+  }
+  // Drop the executed part of the table now and then.
+  if (t.cursor >= 256 && t.cursor * 2 >= t.accesses.size()) {
+    t.accesses.erase(t.accesses.begin(), t.accesses.begin() + static_cast<long>(t.cursor));
+    t.cursor = 0;
+  }
+}
 
 // What a scoring policy sees of `t` at logical time `now`.
 inline dao_tensor_access_info access_info(const dao_tensor& t, std::uint64_t now) noexcept {
