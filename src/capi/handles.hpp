@@ -9,10 +9,12 @@
 // a pointer to it. The layers below hold C++ objects (a strategy, a stream
 // implementation, a pool), never a handle.
 //
-// One exception, for speed: a recycle buffer lives in its pool's record
-// array, which the pool must own, so its dao_buffer handle is the record's
-// address, never defined as a struct (dao_buffer is an opaque tag type);
-// the record starts with its own magic, checked here like the others.
+// One exception: an object that belongs to a pool, one of many (a recycle
+// buffer lives in its pool's record array, a tiered tensor in its pool's
+// table), is handed out as its own address: dao_buffer and dao_tensor are
+// opaque tag types, never defined. Such a record starts with its own magic
+// stamp, which the C API checks like the others (has_magic()). A wrapper per
+// buffer would cost an allocation and an indirection on the hot path.
 #pragma once
 
 #include <cstdint>

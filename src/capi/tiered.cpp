@@ -17,15 +17,18 @@ dao_tiered& checked_tiered(dao_tiered* pool, const char* function) {
   return checked_handle(pool, function);
 }
 
-dao_tensor& checked_tensor(const dao_tensor* tensor, const char* function, const char* name) {
-  if (tensor == nullptr) {
-    throw invalid_argument(strprintf("%s: %s must not be NULL", function, name));
-  }
-  if (!has_magic<dao_tensor>(tensor)) {
+// A dao_tensor is the address of its pool's record (handles.hpp says why).
+tiered_tensor& checked_tensor(const dao_tensor* tensor, const char* function, const char* name) {
+  require_non_null(tensor, function, name);
+  if (!has_magic(tensor, tiered_tensor::kMagic, alignof(tiered_tensor))) {
     throw invalid_argument(strprintf("%s: %s (%p) is not a dao_tensor of a live tiered pool",
                                      function, name, static_cast<const void*>(tensor)));
   }
-  return const_cast<dao_tensor&>(*tensor);
+  return *reinterpret_cast<tiered_tensor*>(const_cast<dao_tensor*>(tensor));
+}
+
+tiered_tensor* const* records(dao_tensor* const* list) noexcept {
+  return reinterpret_cast<tiered_tensor* const*>(list);
 }
 
 void check_list(dao_tensor* const* list, std::size_t count, const char* function,
@@ -69,27 +72,27 @@ extern "C" dao_status dao_tensor_create(dao_tiered* pool, size_t bytes, dao_tens
   return guarded([&] {
     dao_tiered& p = checked_tiered(pool, "dao_tensor_create");
     require_non_null(out, "dao_tensor_create", "out");
-    *out = p.impl->create_tensor(bytes);
+    *out = reinterpret_cast<dao_tensor*>(p.impl->create_tensor(bytes));
   });
 }
 
 extern "C" dao_status dao_tensor_write(dao_tensor* tensor, const void* src, size_t bytes) {
   return guarded([&] {
-    dao_tensor& t = checked_tensor(tensor, "dao_tensor_write", "tensor");
+    tiered_tensor& t = checked_tensor(tensor, "dao_tensor_write", "tensor");
     t.pool->write(t, src, bytes);
   });
 }
 
 extern "C" dao_status dao_tensor_read(dao_tensor* tensor, void* dst, size_t bytes) {
   return guarded([&] {
-    dao_tensor& t = checked_tensor(tensor, "dao_tensor_read", "tensor");
+    tiered_tensor& t = checked_tensor(tensor, "dao_tensor_read", "tensor");
     t.pool->read(t, dst, bytes);
   });
 }
 
 extern "C" dao_status dao_tensor_get_state(const dao_tensor* tensor, dao_tensor_state* state) {
   return guarded([&] {
-    dao_tensor& t = checked_tensor(tensor, "dao_tensor_get_state", "tensor");
+    tiered_tensor& t = checked_tensor(tensor, "dao_tensor_get_state", "tensor");
     require_non_null(state, "dao_tensor_get_state", "state");
     *state = t.pool->state(t);
   });
@@ -97,7 +100,7 @@ extern "C" dao_status dao_tensor_get_state(const dao_tensor* tensor, dao_tensor_
 
 extern "C" dao_status dao_tensor_release(dao_tensor* tensor) {
   return guarded([&] {
-    dao_tensor& t = checked_tensor(tensor, "dao_tensor_release", "tensor");
+    tiered_tensor& t = checked_tensor(tensor, "dao_tensor_release", "tensor");
     t.pool->release(t);
   });
 }
@@ -109,7 +112,7 @@ extern "C" dao_status dao_kernel_submit(dao_tiered* pool, dao_kernel_fn fn, void
     dao_tiered& p = checked_tiered(pool, "dao_kernel_submit");
     if (inputs != nullptr) check_list(inputs, input_count, "dao_kernel_submit", "an input");
     if (outputs != nullptr) check_list(outputs, output_count, "dao_kernel_submit", "an output");
-    p.impl->submit(fn, user_data, inputs, input_count, outputs, output_count);
+    p.impl->submit(fn, user_data, records(inputs), input_count, records(outputs), output_count);
   });
 }
 

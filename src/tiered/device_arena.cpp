@@ -28,7 +28,7 @@ long device_arena::find_free(std::size_t size) const noexcept {
 }
 
 arena_run device_arena::find_run(std::size_t size,
-                                 const std::function<bool(const dao_tensor*)>& evictable,
+                                 const std::function<bool(const tiered_tensor*)>& evictable,
                                  const std::function<void(arena_run&)>& score_run) const {
   size = arena_round(size);
   arena_run best;
@@ -69,7 +69,7 @@ arena_run device_arena::find_run(std::size_t size,
   return best;
 }
 
-std::size_t device_arena::take(std::size_t index, std::size_t size, dao_tensor* owner) {
+std::size_t device_arena::take(std::size_t index, std::size_t size, tiered_tensor* owner) {
   size = arena_round(size);
   arena_block& b = blocks_.at(index);
   if (b.owner != nullptr || b.size < size) {

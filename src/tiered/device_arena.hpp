@@ -12,9 +12,9 @@
 #include <functional>
 #include <vector>
 
-struct dao_tensor;
-
 namespace dao::detail {
+
+struct tiered_tensor;
 
 // Every block is a multiple of this (and so starts aligned to it).
 inline constexpr std::size_t kArenaGranule = 256;
@@ -29,7 +29,7 @@ inline std::size_t arena_round(std::size_t bytes) noexcept {
 struct arena_block {
   std::size_t offset = 0;
   std::size_t size = 0;
-  dao_tensor* owner = nullptr;  // nullptr: free
+  tiered_tensor* owner = nullptr;  // nullptr: free
 };
 
 // A candidate run [first, last] (block indices) and what evicting it costs.
@@ -44,7 +44,7 @@ struct arena_run {
 
 // One tensor slid toward the start of the arena by compact().
 struct arena_move {
-  dao_tensor* owner = nullptr;
+  tiered_tensor* owner = nullptr;
   std::size_t from = 0;
   std::size_t to = 0;  // to < from
   std::size_t size = 0;
@@ -66,12 +66,12 @@ class device_arena {
   // score / copy_bytes / evicted_bytes of a run. Returns the best run:
   // highest score, then fewest bytes copied, then fewest evicted, then lowest
   // address.
-  arena_run find_run(std::size_t size, const std::function<bool(const dao_tensor*)>& evictable,
+  arena_run find_run(std::size_t size, const std::function<bool(const tiered_tensor*)>& evictable,
                      const std::function<void(arena_run&)>& score_run) const;
 
   // Takes `size` (rounded) at the start of the free block `index` for
   // `owner`; returns the offset.
-  std::size_t take(std::size_t index, std::size_t size, dao_tensor* owner);
+  std::size_t take(std::size_t index, std::size_t size, tiered_tensor* owner);
 
   // Frees the block at `offset` (merging with free neighbours).
   void release(std::size_t offset);

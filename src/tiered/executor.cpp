@@ -1,0 +1,358 @@
+// The executor of a tiered pool: its queue and worker thread (see
+// executor.hpp).
+#include "tiered/executor.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <system_error>
+
+#include "core/error.hpp"
+#include "tiered/placement.hpp"
+#include "tiered/tensor.hpp"
+#include "tiered/tier_memory.hpp"
+#include "tiered/transfers.hpp"
+#include "tiered/unlocked.hpp"
+#include "util/cpu_relax.hpp"
+#include "util/format.hpp"
+
+namespace dao::detail {
+namespace {
+using steady = std::chrono::steady_clock;
+}  // namespace
+
+executor::executor(std::mutex& mu, placement& placement, transfers& copies,
+                   tier_memory& memory, dao_tiered_stats& stats, std::size_t prefetch)
+    : mu_(mu),
+      placement_(placement),
+      copies_(copies),
+      memory_(memory),
+      stats_(stats),
+      prefetch_(prefetch) {
+  try {
+    thread_ = std::thread([this] { run(); });
+  } catch (const std::system_error& e) {
+    throw backend_error(
+        strprintf("dao_tiered_create: could not start the executor thread: %s", e.what()));
+  }
+}
+
+void executor::stop() noexcept {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+    stopping_requested_.store(true);
+  }
+  work_cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+// --- calls of the submitting threads ---------------------------------------
+
+// Ops are reused (mu_ held): a kernel op's vectors keep their capacity, so a
+// submit allocates nothing once the pool has warmed up.
+std::unique_ptr<tiered_op> executor::take_op() {
+  if (spare_ops_.empty()) return std::make_unique<tiered_op>();
+  std::unique_ptr<tiered_op> o = std::move(spare_ops_.back());
+  spare_ops_.pop_back();
+  return o;
+}
+
+// Counts the op and wakes the thread if it sleeps. A spinning thread sees
+// pushed_ change and needs no system call.
+void executor::enqueue(tiered_op* o) {
+  queue_.push_back(o);
+  ++ops_submitted_;
+  pushed_.store(ops_submitted_, std::memory_order_release);
+  if (executor_idle_) work_cv_.notify_one();
+}
+
+// Waits (mu_ held by `lock`) until `done` holds, which happens once the
+// executor has completed `target` ops. Only then does the executor wake
+// anyone: waking a waiter after every op would cost a context switch each.
+template <class Done>
+void executor::wait_for(std::unique_lock<std::mutex>& lock, std::uint64_t target, Done done) {
+  while (!done()) {
+    wake_at_ = std::min(wake_at_, target);
+    done_cv_.wait(lock);
+  }
+}
+
+void executor::wait_done(std::unique_lock<std::mutex>& lock, const tiered_op& o) {
+  wait_for(lock, ops_submitted_, [&] { return o.done; });
+}
+
+void executor::wait_drained(std::unique_lock<std::mutex>& lock) {
+  const std::uint64_t target = ops_submitted_;
+  wait_for(lock, target, [&] { return ops_completed_ >= target; });
+}
+
+// --- the thread ------------------------------------------------------------
+
+void executor::run() noexcept {
+  std::unique_lock<std::mutex> lock(mu_);
+  for (;;) {
+    if (queue_.empty() && !stopping_) await_work(lock);
+    if (queue_.empty()) break;
+    tiered_op* o = queue_.front();
+    queue_.pop_front();
+    if (failed_ && o->what != tiered_op::kind::read) {
+      discard(*o);
+    } else {
+      try {
+        process(*o, lock);
+      } catch (const std::exception& e) {
+        fail(strprintf("operation at logical time %llu failed: %s",
+                       static_cast<unsigned long long>(o->t), e.what()));
+        if (o->what == tiered_op::kind::read) {
+          o->status = DAO_ERR_INVALID_STATE;
+          o->message = "dao_tensor_read: the tiered pool has failed: " + fail_message_;
+        }
+        if (o->what == tiered_op::kind::write && o->staging != nullptr) {
+          memory_.host_free(o->staging, o->tensor->bytes);
+          o->staging = nullptr;
+        }
+      }
+    }
+    finish(o);
+    ++ops_completed_;
+    if (ops_completed_ >= wake_at_) {
+      wake_at_ = UINT64_MAX;
+      done_cv_.notify_all();
+    }
+  }
+}
+
+// The queue is empty (mu_ held by `lock`). A submitting thread usually sends
+// the next op within microseconds: spin for up to kSpinWait first, so that
+// neither side pays a futex wake and a context switch per op, then sleep.
+void executor::await_work(std::unique_lock<std::mutex>& lock) {
+  constexpr auto kSpinWait = std::chrono::microseconds(50);
+  const std::uint64_t seen = ops_submitted_;
+  lock.unlock();
+  const auto until = steady::now() + kSpinWait;
+  for (unsigned i = 1; pushed_.load(std::memory_order_acquire) == seen; ++i) {
+    cpu_relax();
+    if (i % 64 == 0 && (steady::now() >= until || stopping_requested_.load())) break;
+  }
+  lock.lock();
+  while (queue_.empty() && !stopping_) {
+    executor_idle_ = true;
+    work_cv_.wait(lock);
+    executor_idle_ = false;
+  }
+}
+
+void executor::finish(tiered_op* o) {
+  if (o->caller_owned) {
+    o->done = true;
+  } else {
+    recycle_op(o);
+  }
+}
+
+void executor::recycle_op(tiered_op* o) noexcept {
+  constexpr std::size_t kSpareOps = 256;
+  o->what = tiered_op::kind::kernel;
+  o->t = o->seq = 0;
+  o->fn = nullptr;
+  o->user_data = nullptr;
+  o->inputs.clear();
+  o->outputs.clear();
+  o->distinct.clear();
+  o->tensor = nullptr;
+  o->staging = nullptr;
+  o->dst = nullptr;
+  o->status = DAO_OK;
+  o->message.clear();
+  if (spare_ops_.size() < kSpareOps) {
+    try {
+      spare_ops_.emplace_back(o);
+      return;
+    } catch (...) {
+    }
+  }
+  delete o;
+}
+
+void executor::discard(tiered_op& o) {
+  switch (o.what) {
+    case tiered_op::kind::read:
+      o.status = DAO_ERR_INVALID_STATE;
+      o.message = "dao_tensor_read: the tiered pool has failed: " + fail_message_;
+      break;
+    case tiered_op::kind::write:
+      if (o.staging != nullptr) memory_.host_free(o.staging, o.tensor->bytes);
+      o.staging = nullptr;
+      break;
+    default:
+      break;
+  }
+}
+
+void executor::fail(const std::string& message) {
+  if (failed_) return;
+  failed_ = true;
+  fail_message_ = message;
+}
+
+void executor::process(tiered_op& o, std::unique_lock<std::mutex>& lock) {
+  switch (o.what) {
+    case tiered_op::kind::kernel:
+      run_kernel(o, lock);
+      break;
+    case tiered_op::kind::write:
+      run_write(o, lock);
+      break;
+    case tiered_op::kind::read:
+      run_read(o, lock);
+      break;
+    case tiered_op::kind::release:
+      free_if_dead(*o.tensor);
+      break;
+  }
+}
+
+// Frees a released tensor whose queued uses have all run.
+void executor::free_if_dead(tiered_tensor& t) {
+  if (!t.released || t.freed || t.cursor < t.accesses.size() || t.pinned) return;
+  placement_.free_memory(t);
+  t.freed = true;
+  t.accesses.clear();
+  t.accesses.shrink_to_fit();
+  t.cursor = 0;
+  --stats_.tensors_live;
+}
+
+// The inputs of the next `prefetch_` kernels in the queue.
+void executor::prefetch_after() {
+  if (prefetch_ == 0) return;
+  std::size_t seen = 0;
+  for (tiered_op* q : queue_) {
+    if (q->what != tiered_op::kind::kernel) continue;
+    if (++seen > prefetch_) break;
+    for (tiered_tensor* t : q->inputs) placement_.prefetch(*t, q->t);
+  }
+}
+
+void executor::run_kernel(tiered_op& o, std::unique_lock<std::mutex>& lock) {
+  const std::uint64_t now = o.t;
+  for (tiered_tensor* t : o.distinct) {
+    if (t->prefetched) {
+      t->prefetched = false;
+      if (t->resident && (t->transit == nullptr || t->transit->query())) {
+        ++stats_.prefetches_in_time;
+      }
+    }
+    t->pinned = true;
+  }
+  auto unpin = [&] {
+    for (tiered_tensor* t : o.distinct) t->pinned = false;
+  };
+  bool placed = false;
+  std::string failure;
+  try {
+    placed = placement_.place_kernel(o.distinct, now, lock, failure);
+  } catch (...) {
+    unpin();
+    throw;
+  }
+  if (!placed) {
+    unpin();
+    if (failure.empty()) {
+      fail(strprintf("kernel %llu: its tensors could not be placed in the device budget",
+                     static_cast<unsigned long long>(o.seq)));
+    } else {
+      fail(strprintf("kernel %llu was not run: %s", static_cast<unsigned long long>(o.seq),
+                     failure.c_str()));
+    }
+    return;
+  }
+  const transfers::fence fence = copies_.fence_kernel();
+  // Reused from kernel to kernel (only the executor touches them): no heap
+  // allocation per kernel once they have grown.
+  std::vector<void*>& in_ptrs = in_ptrs_;
+  std::vector<void*>& out_ptrs = out_ptrs_;
+  in_ptrs.clear();
+  out_ptrs.clear();
+  for (tiered_tensor* t : o.inputs) in_ptrs.push_back(placement_.device_ptr(*t));
+  for (tiered_tensor* t : o.outputs) out_ptrs.push_back(placement_.device_ptr(*t));
+  prefetch_after();
+
+  dao_status status = DAO_OK;
+  std::uint64_t stall = 0;
+  {
+    unlocked u(lock);
+    const auto t0 = steady::now();
+    copies_.wait_fence(fence);
+    stall = static_cast<std::uint64_t>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(steady::now() - t0).count());
+    status = o.fn(o.user_data, in_ptrs.data(), in_ptrs.size(), out_ptrs.data(), out_ptrs.size(),
+                  copies_.compute_handle());
+    copies_.synchronize_compute();
+  }
+  stats_.stall_ns += stall;
+  ++stats_.kernels_run;
+  unpin();
+  for (tiered_tensor* t : o.outputs) t->host_valid = false;
+  // A kernel that failed may not have written its outputs: a tensor it was
+  // to produce first holds no data.
+  if (status == DAO_OK)
+    for (tiered_tensor* t : o.outputs) t->produced = true;
+  for (tiered_tensor* t : o.distinct) advance(*t, now);
+  if (status != DAO_OK) {
+    fail(strprintf("kernel %llu returned %s (%d); later kernels were not run",
+                   static_cast<unsigned long long>(o.seq), dao_status_string(status),
+                   static_cast<int>(status)));
+  }
+  for (tiered_tensor* t : o.distinct) free_if_dead(*t);
+}
+
+void executor::run_write(tiered_op& o, std::unique_lock<std::mutex>& lock) {
+  tiered_tensor& t = *o.tensor;
+  placement_.take_host_buffer(t, o.staging, lock);
+  o.staging = nullptr;
+  t.produced = true;
+  advance(t, o.t);
+  free_if_dead(t);
+}
+
+// A read that fails (its copy could not be made) fails only itself: the
+// tensor stays where it was, and the pool goes on.
+void executor::run_read(tiered_op& o, std::unique_lock<std::mutex>& lock) {
+  try {
+    copy_out(o, lock);
+  } catch (const error& e) {
+    o.status = e.status();
+    o.message = strprintf("dao_tensor_read: tensor #%llu: %s",
+                          static_cast<unsigned long long>(o.tensor->id), e.what());
+  }
+  advance(*o.tensor, o.t);
+  free_if_dead(*o.tensor);
+}
+
+void executor::copy_out(tiered_op& o, std::unique_lock<std::mutex>& lock) {
+  tiered_tensor& t = *o.tensor;
+  if (!t.produced) {
+    o.status = DAO_ERR_INVALID_STATE;
+    o.message = strprintf(
+        "dao_tensor_read: tensor #%llu holds no data: the write or kernel that was to produce "
+        "it failed or never ran (the pool failed)",
+        static_cast<unsigned long long>(t.id));
+    return;
+  }
+  if (t.host_valid) {
+    void* host = t.host;
+    unlocked u(lock);
+    copies_.read_host(o.dst, host, t.bytes);
+  } else if (t.resident) {
+    void* dev = placement_.device_ptr(t);
+    unlocked u(lock);
+    copies_.read_device(o.dst, dev, t.bytes);
+  } else {
+    o.status = DAO_ERR_INVALID_STATE;
+    o.message = strprintf("dao_tensor_read: tensor #%llu holds no data (never written)",
+                          static_cast<unsigned long long>(t.id));
+  }
+}
+
+}  // namespace dao::detail

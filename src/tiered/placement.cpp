@@ -1,0 +1,347 @@
+// Where a tiered pool's tensors live: arena placement, eviction by policy,
+// compaction and prefetching (see placement.hpp).
+#include "tiered/placement.hpp"
+
+#include <algorithm>
+
+#include "core/error.hpp"
+#include "tiered/transfers.hpp"
+#include "tiered/unlocked.hpp"
+#include "util/format.hpp"
+
+namespace dao::detail {
+namespace {
+
+// A byte moved device to device (compaction) is weighed as a quarter of a
+// byte moved over the host link; compaction is chosen over evicting a run
+// only when its weighed bytes are under half of the run's.
+constexpr double kD2dWeight = 0.25;
+constexpr double kCompactRatio = 0.5;
+
+}  // namespace
+
+placement::placement(std::size_t device_budget, const scorer& scorer, tier_memory& memory,
+                     transfers& copies, dao_tiered_stats& stats)
+    : arena_(device_budget), scorer_(scorer), memory_(memory), copies_(copies), stats_(stats) {}
+
+void placement::fail(std::string message) {
+  if (failure_.empty()) failure_ = std::move(message);
+}
+
+void placement::set_device_bytes(std::int64_t delta) noexcept {
+  stats_.device_bytes = static_cast<std::uint64_t>(static_cast<std::int64_t>(stats_.device_bytes) + delta);
+  stats_.peak_device_bytes = std::max(stats_.peak_device_bytes, stats_.device_bytes);
+}
+
+void placement::release_device(tiered_tensor& t) {
+  arena_.release(t.offset);
+  t.resident = false;
+  set_device_bytes(-static_cast<std::int64_t>(t.bytes));
+}
+
+bool placement::host_room_for(std::size_t bytes, bool may_fail, const tiered_tensor& t) {
+  if (memory_.host_fits(bytes)) return true;
+  if (may_fail) {
+    fail(strprintf(
+        "the host tier is full: making room for tensor #%llu (%zu bytes) needs %zu bytes more "
+        "in the host tier, which holds %llu of its host_budget of %zu bytes; the kernel was "
+        "not run and no data was lost",
+        static_cast<unsigned long long>(t.id), t.bytes, bytes,
+        static_cast<unsigned long long>(stats_.host_bytes), memory_.host_budget()));
+  }
+  return false;
+}
+
+void placement::evict(tiered_tensor& t) {
+  if (needs_copy(t)) {
+    if (t.host == nullptr) t.host = memory_.host_allocate(t.bytes);
+    copies_.copy_to_host(t, device_ptr(t));
+    t.host_valid = true;
+    ++stats_.evictions;
+    stats_.bytes_evicted += t.bytes;
+  }
+  t.resident = false;
+  t.prefetched = false;
+  set_device_bytes(-static_cast<std::int64_t>(t.bytes));
+  if (!t.host_valid && t.host != nullptr) {
+    // Never needed again and released: nothing to keep.
+    memory_.host_free(t.host, t.bytes);
+    t.host = nullptr;
+  }
+}
+
+void placement::fetch(tiered_tensor& t) {
+  copies_.copy_to_device(t, device_ptr(t));
+  ++stats_.fetches;
+  stats_.bytes_fetched += t.bytes;
+}
+
+arena_run placement::best_run(std::size_t need, std::uint64_t now,
+                              const evictable_fn& evictable) {
+  std::vector<dao_tensor_access_info> infos;
+  const auto& blocks = arena_.blocks();
+  return arena_.find_run(need, evictable, [&](arena_run& r) {
+    infos.clear();
+    for (std::size_t i = r.first; i <= r.last; ++i) {
+      const tiered_tensor* owner = blocks[i].owner;
+      if (owner == nullptr) continue;
+      infos.push_back(access_info(*owner, now));
+      r.evicted_bytes += owner->bytes;
+      if (needs_copy(*owner)) r.copy_bytes += owner->bytes;
+    }
+    r.score = scorer_.run_score(infos);
+  });
+}
+
+bool placement::make_resident(tiered_tensor& t, std::uint64_t now, const evictable_fn& evictable,
+                              bool may_fail) {
+  const std::size_t need = arena_round(t.bytes);
+  long index = arena_.find_free(need);
+  if (index < 0) {
+    const arena_run run = best_run(need, now, evictable);
+    const auto& blocks = arena_.blocks();
+    if (!run.found) return false;
+    // Host room for the copies first: all or nothing.
+    std::size_t host_need = 0;
+    for (std::size_t i = run.first; i <= run.last; ++i) {
+      const tiered_tensor* owner = blocks[i].owner;
+      if (owner != nullptr && needs_copy(*owner) && owner->host == nullptr) {
+        host_need += owner->bytes;
+      }
+    }
+    if (!host_room_for(host_need, may_fail, t)) return false;
+    std::vector<tiered_tensor*> victims;
+    for (std::size_t i = run.first; i <= run.last; ++i) {
+      if (blocks[i].owner != nullptr) victims.push_back(blocks[i].owner);
+    }
+    try {
+      for (tiered_tensor* v : victims) evict(*v);
+    } catch (const error& e) {
+      // Host allocation failed: what was evicted is on the host, the rest
+      // stays on the device.
+      for (tiered_tensor* v : victims) {
+        if (!v->resident) arena_.release(v->offset);
+      }
+      if (may_fail) {
+        fail(strprintf("the host tier could not take an evicted tensor: %s; the kernel was not "
+                       "run and no data was lost",
+                       e.what()));
+      }
+      return false;
+    }
+    index = static_cast<long>(arena_.vacate(run.first, run.last));
+  }
+  t.offset = arena_.take(static_cast<std::size_t>(index), need, &t);
+  if (t.host_valid) {
+    // Resident only once the copy is under way: a prefetch whose copy fails
+    // is skipped, and must not leave a tensor "on the device" without data.
+    try {
+      fetch(t);
+    } catch (...) {
+      arena_.release(t.offset);
+      throw;
+    }
+  }
+  t.resident = true;
+  set_device_bytes(static_cast<std::int64_t>(t.bytes));
+  return true;
+}
+
+bool placement::compaction_victims(const std::vector<tiered_tensor*>& tensors, std::uint64_t now,
+                                   std::vector<tiered_tensor*>& victims, std::size_t& host_need) {
+  victims.clear();
+  host_need = 0;
+  std::size_t need = 0;
+  for (const tiered_tensor* t : tensors) {
+    if (!t->resident) need += arena_round(t->bytes);
+  }
+  std::size_t room = arena_.free_bytes();
+  if (room < need) {
+    // The policy's choice, tensor by tensor: placement no longer matters.
+    struct candidate {
+      tiered_tensor* t;
+      double score;
+      std::size_t copy_bytes;
+    };
+    std::vector<candidate> candidates;
+    std::vector<dao_tensor_access_info> info(1);
+    for (const arena_block& b : arena_.blocks()) {
+      tiered_tensor* owner = b.owner;
+      if (owner == nullptr || owner->pinned) continue;
+      info[0] = access_info(*owner, now);
+      candidates.push_back(
+          candidate{owner, scorer_.run_score(info), needs_copy(*owner) ? owner->bytes : 0});
+    }
+    std::stable_sort(candidates.begin(), candidates.end(),
+                     [](const candidate& x, const candidate& y) {
+                       if (x.score != y.score) return x.score > y.score;
+                       return x.copy_bytes < y.copy_bytes;
+                     });
+    for (const candidate& c : candidates) {
+      if (room >= need) break;
+      victims.push_back(c.t);
+      room += arena_round(c.t->bytes);
+      if (c.copy_bytes > 0 && c.t->host == nullptr) host_need += c.t->bytes;
+    }
+    if (room < need) return false;
+  }
+  return true;
+}
+
+bool placement::compact_and_place(const std::vector<tiered_tensor*>& tensors, std::uint64_t now,
+                                  std::unique_lock<std::mutex>& lock) {
+  std::vector<tiered_tensor*> victims;
+  std::size_t host_need = 0;
+  if (!compaction_victims(tensors, now, victims, host_need)) return false;
+  if (!victims.empty()) {
+    if (!host_room_for(host_need, true, *tensors.front())) return false;
+    for (tiered_tensor* v : victims) {
+      try {
+        evict(*v);
+      } catch (const error& e) {
+        // What was evicted is on the host; the rest stays on the device.
+        for (tiered_tensor* w : victims) {
+          if (!w->resident) arena_.release(w->offset);
+        }
+        fail(strprintf("the host tier could not take an evicted tensor: %s; the kernel was not "
+                       "run and no data was lost",
+                       e.what()));
+        return false;
+      }
+    }
+    for (tiered_tensor* v : victims) arena_.release(v->offset);
+  }
+  // Nothing may still read or write the arena while tensors move: the
+  // evictions above (and earlier ones) read from where others will land,
+  // fetches and prefetches write into tensors that move.
+  {
+    unlocked u(lock);
+    copies_.wait_copies();
+  }
+  const std::vector<arena_move> moves = arena_.compact();
+  for (const arena_move& m : moves) {
+    copies_.slide(memory_.device_ptr(0), m.from, m.to, m.size);
+    m.owner->offset = m.to;
+  }
+  if (!moves.empty()) {
+    // Fetches below land where the moved tensors were; later evictions read
+    // where they are now.
+    unlocked u(lock);
+    copies_.synchronize_compute();
+  }
+  for (tiered_tensor* t : tensors) {
+    if (t->resident) continue;
+    const long index = arena_.find_free(t->bytes);
+    if (index < 0) {
+      throw error(DAO_ERR_INTERNAL, "tiered pool: a kernel does not fit after compaction");
+    }
+    t->offset = arena_.take(static_cast<std::size_t>(index), arena_round(t->bytes), t);
+    t->resident = true;
+    set_device_bytes(static_cast<std::int64_t>(t->bytes));
+    if (t->host_valid) fetch(*t);
+  }
+  return true;
+}
+
+bool placement::compaction_cheaper(const std::vector<tiered_tensor*>& tensors, tiered_tensor& t,
+                                   std::uint64_t now, const evictable_fn& evictable) {
+  const arena_run run = best_run(arena_round(t.bytes), now, evictable);
+  if (!run.found) return false;  // compaction is the fallback anyway
+  double run_bytes = 0;
+  const auto& blocks = arena_.blocks();
+  for (std::size_t i = run.first; i <= run.last; ++i) {
+    const tiered_tensor* owner = blocks[i].owner;
+    if (owner == nullptr) continue;
+    if (needs_copy(*owner)) run_bytes += static_cast<double>(owner->bytes);
+    if (next_use(*owner) != UINT64_MAX) run_bytes += static_cast<double>(owner->bytes);
+  }
+  if (run_bytes == 0) return false;
+  std::vector<tiered_tensor*> victims;
+  std::size_t host_need = 0;
+  if (!compaction_victims(tensors, now, victims, host_need)) return false;
+  double compact_bytes = 0;
+  for (const tiered_tensor* v : victims) {
+    if (needs_copy(*v)) compact_bytes += static_cast<double>(v->bytes);
+    if (next_use(*v) != UINT64_MAX) compact_bytes += static_cast<double>(v->bytes);
+  }
+  if (compact_bytes >= kCompactRatio * run_bytes) return false;
+  std::size_t cursor = 0;
+  double slid = 0;
+  for (const arena_block& b : blocks) {
+    if (b.owner == nullptr) continue;
+    if (std::find(victims.begin(), victims.end(), b.owner) != victims.end()) continue;
+    if (b.offset != cursor) slid += static_cast<double>(b.size);
+    cursor += b.size;
+  }
+  compact_bytes += kD2dWeight * slid;
+  return compact_bytes < kCompactRatio * run_bytes;
+}
+
+bool placement::place_kernel(const std::vector<tiered_tensor*>& tensors, std::uint64_t now,
+                             std::unique_lock<std::mutex>& lock, std::string& failure) {
+  failure_.clear();
+  auto evictable = [](const tiered_tensor* x) { return !x->pinned; };
+  bool placed = true;
+  for (tiered_tensor* t : tensors) {
+    if (t->resident) continue;
+    if (arena_.find_free(t->bytes) < 0 &&
+        (arena_.free_bytes() >= arena_round(t->bytes) ||
+         compaction_cheaper(tensors, *t, now, evictable))) {
+      // The free bytes suffice but are split, or compaction (and evicting
+      // only the shortfall) moves clearly fewer bytes than evicting the
+      // best run: compact rather than evict.
+      placed = false;
+      break;
+    }
+    if (!make_resident(*t, now, evictable, true)) {
+      placed = false;
+      break;
+    }
+  }
+  if (!placed && failure_.empty()) placed = compact_and_place(tensors, now, lock);
+  failure.swap(failure_);
+  return placed && failure.empty();
+}
+
+void placement::prefetch(tiered_tensor& t, std::uint64_t target) {
+  if (t.resident || !t.host_valid || t.freed || t.host == nullptr) return;
+  auto evictable = [&](const tiered_tensor* x) { return !x->pinned && next_use(*x) > target; };
+  bool placed = false;
+  try {
+    placed = make_resident(t, target, evictable, false);
+  } catch (const error&) {
+    placed = false;
+  }
+  if (placed) {
+    t.prefetched = true;
+    ++stats_.prefetches;
+  }
+}
+
+void placement::take_host_buffer(tiered_tensor& t, void* buffer,
+                                 std::unique_lock<std::mutex>& lock) {
+  if (t.host != nullptr || t.resident) {
+    // Copies may still read or write the old buffers.
+    unlocked u(lock);
+    copies_.wait_copies();
+  }
+  if (t.host != nullptr) memory_.host_free(t.host, t.bytes);
+  if (t.resident) release_device(t);
+  t.host = buffer;
+  t.host_valid = true;
+  t.prefetched = false;
+}
+
+void placement::free_memory(tiered_tensor& t) {
+  if (t.resident) release_device(t);
+  if (t.host != nullptr) {
+    // A copy may still be reading or writing it.
+    copies_.settle_copies();
+    memory_.host_free(t.host, t.bytes);
+    t.host = nullptr;
+  }
+  t.host_valid = false;
+  t.prefetched = false;
+}
+
+}  // namespace dao::detail

@@ -1,0 +1,109 @@
+// Where a tiered pool's tensors live: placing them in the device arena,
+// choosing with the eviction policy what to evict to the host tier,
+// compacting the arena when its free space is split, and prefetching. It
+// decides; tier_memory gives it the memory and transfers makes the copies.
+//
+// Every call: on the executor thread, with the pool's mutex held (a call
+// that waits for copies takes `lock` and releases it while it waits).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "dao/tiered.h"
+#include "tiered/device_arena.hpp"
+#include "tiered/policy.hpp"
+#include "tiered/tensor.hpp"
+#include "tiered/tier_memory.hpp"
+
+namespace dao::detail {
+
+class transfers;
+
+class placement {
+ public:
+  // `scorer`, `memory`, `copies` and `stats` (device_bytes, evictions,
+  // fetches, prefetches and their bytes; host bytes through `memory`) must
+  // outlive this object.
+  placement(std::size_t device_budget, const scorer& scorer, tier_memory& memory,
+            transfers& copies, dao_tiered_stats& stats);
+
+  placement(const placement&) = delete;
+  placement& operator=(const placement&) = delete;
+
+  // The device budget rounded down to whole granules. Constant: any thread.
+  std::size_t capacity() const noexcept { return arena_.capacity(); }
+
+  // Where a resident tensor is on the device.
+  void* device_ptr(const tiered_tensor& t) const noexcept { return memory_.device_ptr(t.offset); }
+
+  // Makes every tensor of a kernel (`tensors`, distinct, all pinned)
+  // resident at logical time `now`, evicting or compacting as needed.
+  // Returns false when they could not be placed: with `failure` empty when
+  // they do not fit, else with why the pool must fail (the host tier is
+  // full or refused a tensor; no data was lost). Throws when a copy could
+  // not be queued.
+  bool place_kernel(const std::vector<tiered_tensor*>& tensors, std::uint64_t now,
+                    std::unique_lock<std::mutex>& lock, std::string& failure);
+
+  // Fetches `t`, an input of the kernel at logical time `target`, ahead of
+  // it when it is on the host tier alone and room can be made by evicting
+  // tensors that are not pinned and not used before `target`. Otherwise
+  // (or when its copies fail) does nothing.
+  void prefetch(tiered_tensor& t, std::uint64_t target);
+
+  // A write: `t` now lives in the host buffer `buffer` (counted) alone; its
+  // old buffers are freed once no copy uses them.
+  void take_host_buffer(tiered_tensor& t, void* buffer, std::unique_lock<std::mutex>& lock);
+
+  // Frees `t`'s memory in both tiers (once no copy uses it).
+  void free_memory(tiered_tensor& t);
+
+ private:
+  using evictable_fn = std::function<bool(const tiered_tensor*)>;
+
+  // Places `t` in the arena (evicting tensors for which `evictable` holds),
+  // fetching its data if it is on the host. Returns false when no run fits
+  // or (with `may_fail`) the host tier is full: then failure_ says why.
+  bool make_resident(tiered_tensor& t, std::uint64_t now, const evictable_fn& evictable,
+                     bool may_fail);
+  // The best run of blocks to evict for `need` bytes (see find_run).
+  arena_run best_run(std::size_t need, std::uint64_t now, const evictable_fn& evictable);
+  // The tensors compact_and_place would evict (policy order) so that the
+  // kernel's missing tensors fit in the free bytes; false if they cannot.
+  bool compaction_victims(const std::vector<tiered_tensor*>& tensors, std::uint64_t now,
+                          std::vector<tiered_tensor*>& victims, std::size_t& host_need);
+  // Whether compacting moves clearly fewer bytes than evicting the best run
+  // for `t` (device to device bytes weighed lower than host transfers).
+  bool compaction_cheaper(const std::vector<tiered_tensor*>& tensors, tiered_tensor& t,
+                          std::uint64_t now, const evictable_fn& evictable);
+  // When the resident tensors (the kernel's own among them) split the free
+  // space so that no contiguous run fits: evicts, chosen by the policy one
+  // tensor at a time, only what the kernel's missing tensors still need in
+  // bytes, then slides every resident tensor toward offset 0 (device to
+  // device copies on the compute stream, after the copy streams drain) so
+  // that the free space is one block, and places the missing tensors there.
+  bool compact_and_place(const std::vector<tiered_tensor*>& tensors, std::uint64_t now,
+                         std::unique_lock<std::mutex>& lock);
+  bool host_room_for(std::size_t bytes, bool may_fail, const tiered_tensor& t);
+  void evict(tiered_tensor& t);
+  void fetch(tiered_tensor& t);
+  // Gives a resident `t`'s block back to the arena: it is on the device no
+  // longer.
+  void release_device(tiered_tensor& t);
+  void fail(std::string message);
+  void set_device_bytes(std::int64_t delta) noexcept;
+
+  device_arena arena_;
+  const scorer& scorer_;
+  tier_memory& memory_;
+  transfers& copies_;
+  dao_tiered_stats& stats_;
+  std::string failure_;  // why place_kernel failed, set by fail()
+};
+
+}  // namespace dao::detail

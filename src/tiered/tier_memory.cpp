@@ -1,0 +1,59 @@
+// Where a tiered pool's memory comes from: the device range and the host
+// tier's buffers (see tier_memory.hpp).
+#include "tiered/tier_memory.hpp"
+
+#include <algorithm>
+
+#include "strategy/place_defaults.hpp"
+#include "resource/system_resource.hpp"
+#include "strategy/strategy.hpp"
+
+namespace dao::detail {
+namespace {
+
+// The allocator of a place: the pool's one way to its memory.
+strategy& allocator_for(dao_place place) { return place_strategy(place); }
+
+}  // namespace
+
+tier_memory::tier_memory(dao_place device, dao_place host, std::size_t device_budget,
+                         std::size_t host_budget, dao_tiered_stats& stats)
+    : host_budget_(host_budget), stats_(stats) {
+  device_resource_ = &resource_for(device);
+  resource_for(host);
+  device_ = device_resource_->place();
+  host_ = host;
+  device_base_ = allocator_for(device_).allocate(device_budget, nullptr);
+}
+
+tier_memory::~tier_memory() {
+  try {
+    allocator_for(device_).deallocate(device_base_);
+  } catch (...) {
+  }
+}
+
+void* tier_memory::host_allocate(std::size_t bytes) {
+  void* p = host_allocate_reserved(bytes);
+  host_reserve(bytes);
+  return p;
+}
+
+void tier_memory::host_free(void* p, std::size_t bytes) noexcept {
+  try {
+    allocator_for(host_).deallocate(p);
+  } catch (...) {
+  }
+  stats_.host_bytes -= bytes;
+}
+
+void tier_memory::host_reserve(std::size_t bytes) noexcept {
+  stats_.host_bytes += bytes;
+  stats_.peak_host_bytes = std::max(stats_.peak_host_bytes, stats_.host_bytes);
+}
+
+void* tier_memory::host_allocate_reserved(std::size_t bytes) const {
+  return allocator_for(host_).allocate(bytes, nullptr);
+}
+
+}  // namespace dao::detail

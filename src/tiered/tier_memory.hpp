@@ -1,0 +1,64 @@
+// Where a tiered pool's memory comes from: its device range (one allocation
+// of device_budget bytes, which the device arena cuts up) and the buffers of
+// its host tier, counted in the pool's statistics against host_budget. The
+// only place that reaches the places' allocators.
+#pragma once
+
+#include <cstddef>
+
+#include "dao/place.h"
+#include "dao/tiered.h"
+
+namespace dao::detail {
+
+class system_resource;
+
+class tier_memory {
+ public:
+  // Checks both places (throws invalid_argument / no_device) and allocates
+  // the device range. `stats` (host_bytes, peak_host_bytes) must outlive
+  // this object.
+  tier_memory(dao_place device, dao_place host, std::size_t device_budget,
+              std::size_t host_budget, dao_tiered_stats& stats);
+  // Frees the device range. Never throws.
+  ~tier_memory();
+
+  tier_memory(const tier_memory&) = delete;
+  tier_memory& operator=(const tier_memory&) = delete;
+
+  // The device's resource (streams and events come from it) and its place.
+  system_resource& device_resource() const noexcept { return *device_resource_; }
+  dao_place device_place() const noexcept { return device_; }
+
+  // The device range.
+  void* device_ptr(std::size_t offset) const noexcept {
+    return static_cast<char*>(device_base_) + offset;
+  }
+
+  // --- host tier: with the pool's mutex held unless said otherwise ---
+  std::size_t host_budget() const noexcept { return host_budget_; }
+  // Whether `more` bytes fit in host_budget (always, when it is 0).
+  bool host_fits(std::size_t more) const noexcept {
+    return host_budget_ == 0 || stats_.host_bytes + more <= host_budget_;
+  }
+  // A buffer, counted.
+  void* host_allocate(std::size_t bytes);
+  // Frees a counted buffer. Never throws.
+  void host_free(void* p, std::size_t bytes) noexcept;
+  // Counts `bytes` for a buffer allocated later, without the mutex, by
+  // host_allocate_reserved; host_unreserve takes them back if that fails.
+  void host_reserve(std::size_t bytes) noexcept;
+  void host_unreserve(std::size_t bytes) noexcept { stats_.host_bytes -= bytes; }
+  // A buffer whose bytes were reserved. Needs no mutex.
+  void* host_allocate_reserved(std::size_t bytes) const;
+
+ private:
+  dao_place device_{};
+  dao_place host_{};
+  system_resource* device_resource_ = nullptr;
+  void* device_base_ = nullptr;
+  std::size_t host_budget_ = 0;
+  dao_tiered_stats& stats_;
+};
+
+}  // namespace dao::detail
