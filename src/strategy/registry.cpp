@@ -26,8 +26,8 @@ std::unique_ptr<strategy> make_caching(memory_source& upstream, strategy_source*
                                             caching_options::from_config(cfg, upstream));
 }
 
-std::unique_ptr<strategy> make_system(memory_source& upstream, strategy_source*, config& cfg) {
-  return std::make_unique<system_strategy>(upstream, cfg);
+std::unique_ptr<strategy> make_system(memory_source& upstream, strategy_source*, config&) {
+  return std::make_unique<system_strategy>(upstream);
 }
 
 std::unique_ptr<strategy> make_limit(memory_source&, strategy_source* below, config& cfg) {

@@ -6,9 +6,7 @@
 
 namespace dao::detail {
 
-system_strategy::system_strategy(memory_source& upstream, config& cfg) : strategy(upstream) {
-  cfg.reject_unknown({});
-}
+system_strategy::system_strategy(memory_source& upstream) : strategy(upstream) {}
 
 system_strategy::~system_strategy() {
   for (const auto& [p, bytes] : live_) upstream().deallocate(const_cast<void*>(p), bytes);

@@ -6,14 +6,13 @@
 #include <mutex>
 #include <unordered_map>
 
-#include "core/config.hpp"
 #include "strategy/strategy.hpp"
 
 namespace dao::detail {
 
 class system_strategy final : public strategy {
  public:
-  system_strategy(memory_source& upstream, config& cfg);
+  explicit system_strategy(memory_source& upstream);  // takes no config keys
   ~system_strategy() override;
 
   void* allocate(std::size_t bytes, const stream_object* stream) override;
