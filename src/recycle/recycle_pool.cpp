@@ -68,69 +68,6 @@ std::size_t ring_capacity(std::size_t buffers) noexcept {
 }  // namespace
 
 // ---------------------------------------------------------------------------
-// index_ring
-
-index_ring::index_ring(std::size_t capacity)
-    : cells_(new cell[capacity]), mask_(static_cast<std::uint64_t>(capacity - 1)) {
-  for (std::size_t i = 0; i < capacity; ++i) cells_[i].turn.store(i, std::memory_order_relaxed);
-}
-
-template <class Stamp>
-void index_ring::push(std::uint32_t value, Stamp&& stamp) noexcept {
-  std::uint64_t pos = tail_.load(std::memory_order_relaxed);
-  unsigned busy = 0;
-  for (;;) {
-    cell& c = cells_[pos & mask_];
-    const std::uint64_t turn = c.turn.load(std::memory_order_acquire);
-    const auto diff = static_cast<std::int64_t>(turn - pos);
-    if (diff == 0) {
-      if (tail_.compare_exchange_weak(pos, pos + 1, std::memory_order_relaxed)) {
-        c.value = value;
-        stamp(pos);
-        // Sequentially consistent, so that the waker's look at the waiter
-        // count (after this) cannot be ordered before it (wait_point).
-        c.turn.exchange(pos + 1, std::memory_order_seq_cst);
-        return;
-      }
-    } else if (diff < 0) {
-      // The pop of the previous lap has claimed this cell and not yet let
-      // go of it: it is a few instructions from doing so.
-      if (++busy < 64) {
-        cpu_relax();
-      } else {
-        std::this_thread::yield();
-      }
-      pos = tail_.load(std::memory_order_relaxed);
-    } else {
-      pos = tail_.load(std::memory_order_relaxed);
-    }
-  }
-}
-
-bool index_ring::try_pop(std::uint32_t& value) noexcept {
-  std::uint64_t pos = head_.load(std::memory_order_relaxed);
-  for (;;) {
-    cell& c = cells_[pos & mask_];
-    // Sequentially consistent (on x86 and ARMv8 as cheap as acquire): a
-    // sleeper's registration and this look must not pass each other
-    // (wait_for).
-    const std::uint64_t turn = c.turn.load(std::memory_order_seq_cst);
-    const auto diff = static_cast<std::int64_t>(turn - (pos + 1));
-    if (diff == 0) {
-      if (head_.compare_exchange_weak(pos, pos + 1, std::memory_order_relaxed)) {
-        value = c.value;
-        c.turn.store(pos + mask_ + 1, std::memory_order_release);
-        return true;
-      }
-    } else if (diff < 0) {
-      return false;
-    } else {
-      pos = head_.load(std::memory_order_relaxed);
-    }
-  }
-}
-
-// ---------------------------------------------------------------------------
 // recycle_pool: creation and destruction
 
 namespace {

@@ -29,6 +29,7 @@
 #include "dao/place.h"
 #include "dao/recycle.h"
 #include "dao/status.h"
+#include "recycle/index_ring.hpp"
 
 namespace dao::detail {
 
@@ -52,39 +53,6 @@ struct alignas(64) recycle_buffer {
   std::atomic<std::uint64_t> sequence{UINT64_MAX};
   void* data = nullptr;
   std::uint32_t index = 0;
-};
-
-// A bounded multi-producer multi-consumer ring of 32-bit values (Dmitry
-// Vyukov's queue). Capacity is a power of two; each cell carries the
-// position ("turn") it may next be written or read at.
-class index_ring {
- public:
-  explicit index_ring(std::size_t capacity);  // a power of two
-  index_ring(const index_ring&) = delete;
-  index_ring& operator=(const index_ring&) = delete;
-
-  // Appends `value`. `stamp(position)` runs after the cell is claimed and
-  // before the value becomes visible, with the value's position in the
-  // order of pushes (0, 1, 2, ...). The pool never puts more values in a
-  // ring than it has cells, so a push cannot find the ring full; it can only
-  // find the cell of the previous lap still being read by a pop that has
-  // claimed it and not yet let go (a few instructions), and waits for that.
-  template <class Stamp>
-  void push(std::uint32_t value, Stamp&& stamp) noexcept;
-
-  // Removes the oldest value; false when there is none (or when the oldest
-  // is still being written by its push, which then wakes sleepers itself).
-  bool try_pop(std::uint32_t& value) noexcept;
-
- private:
-  struct cell {
-    std::atomic<std::uint64_t> turn{0};
-    std::uint32_t value = 0;
-  };
-  std::unique_ptr<cell[]> cells_;
-  std::uint64_t mask_;
-  alignas(64) std::atomic<std::uint64_t> tail_{0};  // next position to push
-  alignas(64) std::atomic<std::uint64_t> head_{0};  // next position to pop
 };
 
 // The sleeping side of one condition (a buffer became free, a buffer was

@@ -1,0 +1,109 @@
+// The recycle pool's queues: a bounded multi-producer multi-consumer ring of
+// buffer indices (Dmitry Vyukov's queue), lock-free, allocating nothing
+// after construction. Inline: push and pop are the pool's hot path.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <thread>
+
+#include "util/cpu_relax.hpp"
+
+namespace dao::detail {
+
+// A bounded multi-producer multi-consumer ring of 32-bit values (Dmitry
+// Vyukov's queue). Capacity is a power of two; each cell carries the
+// position ("turn") it may next be written or read at.
+class index_ring {
+ public:
+  explicit index_ring(std::size_t capacity);  // a power of two
+  index_ring(const index_ring&) = delete;
+  index_ring& operator=(const index_ring&) = delete;
+
+  // Appends `value`. `stamp(position)` runs after the cell is claimed and
+  // before the value becomes visible, with the value's position in the
+  // order of pushes (0, 1, 2, ...). The pool never puts more values in a
+  // ring than it has cells, so a push cannot find the ring full; it can only
+  // find the cell of the previous lap still being read by a pop that has
+  // claimed it and not yet let go (a few instructions), and waits for that.
+  template <class Stamp>
+  void push(std::uint32_t value, Stamp&& stamp) noexcept;
+
+  // Removes the oldest value; false when there is none (or when the oldest
+  // is still being written by its push, which then wakes sleepers itself).
+  bool try_pop(std::uint32_t& value) noexcept;
+
+ private:
+  struct cell {
+    std::atomic<std::uint64_t> turn{0};
+    std::uint32_t value = 0;
+  };
+  std::unique_ptr<cell[]> cells_;
+  std::uint64_t mask_;
+  alignas(64) std::atomic<std::uint64_t> tail_{0};  // next position to push
+  alignas(64) std::atomic<std::uint64_t> head_{0};  // next position to pop
+};
+
+inline index_ring::index_ring(std::size_t capacity)
+    : cells_(new cell[capacity]), mask_(static_cast<std::uint64_t>(capacity - 1)) {
+  for (std::size_t i = 0; i < capacity; ++i) cells_[i].turn.store(i, std::memory_order_relaxed);
+}
+
+template <class Stamp>
+inline void index_ring::push(std::uint32_t value, Stamp&& stamp) noexcept {
+  std::uint64_t pos = tail_.load(std::memory_order_relaxed);
+  unsigned busy = 0;
+  for (;;) {
+    cell& c = cells_[pos & mask_];
+    const std::uint64_t turn = c.turn.load(std::memory_order_acquire);
+    const auto diff = static_cast<std::int64_t>(turn - pos);
+    if (diff == 0) {
+      if (tail_.compare_exchange_weak(pos, pos + 1, std::memory_order_relaxed)) {
+        c.value = value;
+        stamp(pos);
+        // Sequentially consistent, so that the waker's look at the waiter
+        // count (after this) cannot be ordered before it (wait_point).
+        c.turn.exchange(pos + 1, std::memory_order_seq_cst);
+        return;
+      }
+    } else if (diff < 0) {
+      // The pop of the previous lap has claimed this cell and not yet let
+      // go of it: it is a few instructions from doing so.
+      if (++busy < 64) {
+        cpu_relax();
+      } else {
+        std::this_thread::yield();
+      }
+      pos = tail_.load(std::memory_order_relaxed);
+    } else {
+      pos = tail_.load(std::memory_order_relaxed);
+    }
+  }
+}
+
+inline bool index_ring::try_pop(std::uint32_t& value) noexcept {
+  std::uint64_t pos = head_.load(std::memory_order_relaxed);
+  for (;;) {
+    cell& c = cells_[pos & mask_];
+    // Sequentially consistent (on x86 and ARMv8 as cheap as acquire): a
+    // sleeper's registration and this look must not pass each other
+    // (wait_for).
+    const std::uint64_t turn = c.turn.load(std::memory_order_seq_cst);
+    const auto diff = static_cast<std::int64_t>(turn - (pos + 1));
+    if (diff == 0) {
+      if (head_.compare_exchange_weak(pos, pos + 1, std::memory_order_relaxed)) {
+        value = c.value;
+        c.turn.store(pos + mask_ + 1, std::memory_order_release);
+        return true;
+      }
+    } else if (diff < 0) {
+      return false;
+    } else {
+      pos = head_.load(std::memory_order_relaxed);
+    }
+  }
+}
+
+}  // namespace dao::detail
