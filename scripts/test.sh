@@ -5,7 +5,8 @@
 #      headers as C99/C++, the CUDA backend against no driver and a fake one,
 #      the dao tool, the examples, the installed package through pkg-config
 #      and CMake, the Doxygen docs with warnings as errors, a benchmark smoke
-#      run);
+#      run, and the checks of the house: layers only call down, the binding
+#      raw layers are generated from the headers, the sources are formatted);
 #   3. every test of libdao code again under AddressSanitizer +
 #      UndefinedBehaviorSanitizer (pooled memory poisoned, so a use after
 #      free inside a pool is caught), and every multi-threaded test under
@@ -45,6 +46,8 @@ need_cmd mpirun openmpi-bin
 # The ABI check (abidiff against abi/) and the fuzz harnesses (libFuzzer).
 need_cmd abidiff abigail-tools
 need_cmd clang clang
+# The format check (scripts/check-format.sh).
+need_cmd clang-format-14 clang-format-14
 need_file /usr/lib/llvm-14/lib/clang/14.0.6/lib/linux/libclang_rt.fuzzer-x86_64.a libclang-rt-14-dev
 if [ ${#missing[@]} -gt 0 ]; then
   echo "== installing: ${missing[*]}"
