@@ -10,7 +10,6 @@ namespace dao::detail {
 namespace {
 
 constexpr std::size_t kMinBlock = caching_options::kMinBlock;
-constexpr std::size_t kLargeBuffer = caching_options::kLargeBuffer;
 
 std::size_t round_up(std::size_t x, std::size_t unit) noexcept { return (x + unit - 1) / unit * unit; }
 
@@ -41,15 +40,6 @@ std::size_t block_pool::round_size(std::size_t bytes) const {
   return round_up(bytes, kMinBlock);
 }
 
-// Bin (first level: power of two of the size in 512-byte units; second:
-// which 1/32 of it). Sizes under 32 units share first level 0, one unit per
-// bin. Without branches: the size of a request is random to the predictor.
-void block_pool::bin_of(std::size_t size, int& fl, int& sl) noexcept {
-  const std::size_t units = size / kMinBlock;
-  const int lg = 63 - __builtin_clzll(units | kSecondLevels);  // >= 5
-  fl = (lg - 4) & -static_cast<int>(units >= kSecondLevels);
-  sl = static_cast<int>((units >> (lg - 5)) & (kSecondLevels - 1));
-}
 
 // ------------------------------------------------------------ bookkeeping
 
@@ -148,14 +138,6 @@ void block_pool::bin_remove(std::uint32_t index) noexcept {
   if (b.counted_split) count_split(b, false);
 }
 
-bool block_pool::fits(const block& b, std::size_t size) const noexcept {
-  if (b.size < size) return false;
-  if (max_split_size_ == SIZE_MAX || b.expandable) return true;
-  // PyTorch's rule: oversize blocks serve only oversize requests, within a
-  // bounded slack.
-  if (size < max_split_size_) return b.size < max_split_size_;
-  return b.size < size + kLargeBuffer;
-}
 
 // Best fit within a few percent: the smallest fitting block among the first
 // of the request's own bin, else the first fitting block of the next

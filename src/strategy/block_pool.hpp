@@ -111,8 +111,10 @@ class block_pool {
   // anything that reads or gives back the free memory (trim, snapshot,
   // garbage collection, the out-of-memory ladder): then fragmentation is
   // what it would have been with every free merged at once.
-  // Inline: the whole of a fast allocation or free. Takes a block just freed.
-  void push_recent(std::uint32_t index) noexcept {
+  // Inline (forced: GCC would otherwise call take_recent() out of line from
+  // allocate()): the whole of a fast allocation or free. Takes a block just
+  // freed.
+  __attribute__((always_inline)) void push_recent(std::uint32_t index) noexcept {
     block& b = blocks_[index];
     poison_freed(b);
     pool& p = pools_[b.pool];
@@ -127,7 +129,8 @@ class block_pool {
   // enough, else the last one of the first non-empty class of the next
   // kRecentSlackClasses, handed out whole: splitting it would cost what
   // fast reuse saves. A miss goes to the bins, which are exact.
-  std::uint32_t take_recent(std::uint32_t pool_index, std::size_t size) noexcept {
+  __attribute__((always_inline)) std::uint32_t take_recent(std::uint32_t pool_index,
+                                                           std::size_t size) noexcept {
     pool& p = pools_[pool_index];
     int c = recent_class(size);
     std::uint32_t i = p.recent[c];
@@ -160,10 +163,10 @@ class block_pool {
   void merge_all_recent() const noexcept { const_cast<block_pool*>(this)->merge_all_recent(); }
 
   // The live blocks by address (with fast reuse: and pending, recent ones).
-  // npos (pointer_map::npos) when absent.
-  std::uint32_t find_live(std::uintptr_t addr) const noexcept { return live_.find(addr); }
-  std::uint32_t take_live(std::uintptr_t addr) noexcept { return live_.take(addr); }
-  void insert_live(std::uintptr_t addr, std::uint32_t index) { live_.insert(addr, index); }
+  // (The map itself: GCC inlines its insert() into allocate() only when
+  // called there directly.)
+  pointer_map& live() noexcept { return live_; }
+  const pointer_map& live() const noexcept { return live_; }
 
   // Free blocks of host-accessible memory are poisoned for ASan (no-ops
   // without it; device memory is never touched).
@@ -198,13 +201,28 @@ class block_pool {
     std::uint64_t recent_bits[(kRecentClasses + 63) / 64] = {};  // non-empty lists
   };
 
-  static void bin_of(std::size_t size, int& fl, int& sl) noexcept;
+  // Bin (first level: power of two of the size in 512-byte units; second:
+  // which 1/32 of it). Sizes under 32 units share first level 0, one unit per
+  // bin. Without branches: the size of a request is random to the predictor.
+  static void bin_of(std::size_t size, int& fl, int& sl) noexcept {
+    const std::size_t units = size / caching_options::kMinBlock;
+    const int lg = 63 - __builtin_clzll(units | kSecondLevels);  // >= 5
+    fl = (lg - 4) & -static_cast<int>(units >= kSecondLevels);
+    sl = static_cast<int>((units >> (lg - 5)) & (kSecondLevels - 1));
+  }
   static int recent_class(std::size_t size) noexcept {
     int fl, sl;
     bin_of(size, fl, sl);
     return fl * kRecentPerLevel + sl / 2;
   }
-  bool fits(const block& b, std::size_t size) const noexcept;
+  bool fits(const block& b, std::size_t size) const noexcept {
+    if (b.size < size) return false;
+    if (max_split_size_ == SIZE_MAX || b.expandable) return true;
+    // PyTorch's rule: oversize blocks serve only oversize requests, within a
+    // bounded slack.
+    if (size < max_split_size_) return b.size < max_split_size_;
+    return b.size < size + caching_options::kLargeBuffer;
+  }
   std::uint32_t new_record();
   void drop_record(std::uint32_t index) noexcept;
   // Merges free block `index` with its free neighbours in bins and bins it.

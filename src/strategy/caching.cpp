@@ -280,7 +280,7 @@ void* caching_strategy::allocate(std::size_t bytes, dao_stream stream) {
   b.st = state::allocated;
   b.requested = bytes;
   blocks_.unpoison(b.addr, b.size);  // all of it: usable_size() promises it
-  if (!recent) blocks_.insert_live(b.addr, index);  // room reserved
+  if (!recent) blocks_.live().insert(b.addr, index);  // room reserved
   // Statistics count blocks by their size (a recent block may be larger).
   stats_.on_alloc(b.size <= kSmallSize, b.size, bytes);
   return reinterpret_cast<void*>(b.addr);
@@ -292,7 +292,7 @@ void caching_strategy::deallocate(void* p) {
   // With fast reuse a block keeps its map entry until it is merged: a
   // recent block taken again needs no new one.
   const std::uint32_t index =
-      options_.fast_reuse ? blocks_.find_live(addr) : blocks_.take_live(addr);
+      options_.fast_reuse ? blocks_.live().find(addr) : blocks_.live().take(addr);
   if (index == pointer_map::npos || blocks_[index].st != state::allocated) {
     throw invalid_pointer(strprintf(
         "caching allocator on %s: pointer %p is not a live allocation of this allocator "
@@ -326,7 +326,7 @@ std::size_t caching_strategy::record_uses(std::uint32_t index) {
   try {
     queued = streams_.defer_free(index, [this] { return segments_.new_event(); });
   } catch (...) {
-    if (!options_.fast_reuse) blocks_.insert_live(addr, index);  // the slot it left is free: cannot fail
+    if (!options_.fast_reuse) blocks_.live().insert(addr, index);  // the slot it left is free: cannot fail
     throw;
   }
   if (queued > 0) stats_.track_active();  // before allocated and active part
@@ -368,7 +368,7 @@ void caching_strategy::record_stream(void* p, dao_stream stream) {
 // The record of live allocation `p`; throws invalid_pointer if there is none.
 // With fast reuse, the map also holds freed blocks not merged yet.
 std::uint32_t caching_strategy::find_live(const void* p) const {
-  const std::uint32_t index = blocks_.find_live(reinterpret_cast<std::uintptr_t>(p));
+  const std::uint32_t index = blocks_.live().find(reinterpret_cast<std::uintptr_t>(p));
   if (index == pointer_map::npos || blocks_[index].st != state::allocated) {
     throw invalid_pointer(strprintf("caching allocator on %s: pointer %p is not a live allocation",
                                     place_to_string(segments_.place()).c_str(), p));

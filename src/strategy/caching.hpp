@@ -68,7 +68,9 @@ class caching_strategy final : public strategy {
     // before anything has changed, where a failure is harmless.
     if (blocks_.needs_growth()) grow_bookkeeping();
   }
-  void grow_bookkeeping();
+  // Rare paths, called out of line: inlined, they would crowd the inline
+  // fast paths out of allocate() (GCC's budget for its growth).
+  __attribute__((noinline)) void grow_bookkeeping();
   // The pool of a stream's small or large blocks (one per stream with
   // expandable segments); the last stream's are remembered.
   std::uint32_t pool_for(stream_handle stream, bool small) {
@@ -92,9 +94,10 @@ class caching_strategy final : public strategy {
   std::uint32_t obtain_block(std::uint32_t pool_index, std::size_t size);
   void free_block(std::uint32_t index) noexcept;
   std::size_t record_uses(std::uint32_t index);
-  void process_events(bool wait);
+  __attribute__((noinline)) void process_events(bool wait);
   out_of_memory oom(std::size_t bytes, const char* why) const;
-  void check_stream_place(stream_handle stream, const char* function) const;
+  __attribute__((noinline)) void check_stream_place(stream_handle stream,
+                                                    const char* function) const;
   std::uint32_t find_live(const void* p) const;
   std::size_t largest_free_block() const noexcept;
 
