@@ -68,8 +68,9 @@ class caching_strategy final : public strategy {
     // before anything has changed, where a failure is harmless.
     if (blocks_.needs_growth()) grow_bookkeeping();
   }
-  // Rare paths, called out of line: inlined, they would crowd the inline
-  // fast paths out of allocate() (GCC's budget for its growth).
+  // Rare paths, called out of line (so are process_events() and
+  // check_stream_place()): inlined, they would crowd the inline fast paths
+  // out of allocate() (GCC's budget for its growth).
   __attribute__((noinline)) void grow_bookkeeping();
   // The pool of a stream's small or large blocks (one per stream with
   // expandable segments); the last stream's are remembered.
@@ -101,6 +102,9 @@ class caching_strategy final : public strategy {
   std::uint32_t find_live(const void* p) const;
   std::size_t largest_free_block() const noexcept;
 
+  // Constructed in this order (each part refers only to those above it);
+  // destroyed in the reverse: segments_ gives every segment back before
+  // streams_ destroys its events.
   caching_options options_;
   caching_stats stats_;
   stream_order streams_;
