@@ -114,7 +114,9 @@ class pointer_map {
     slots_[i] = slot{key, value};
   }
 
-  void grow() {
+  // Out of line: rare, and inlined into insert() it would keep insert() out
+  // of its callers' fast paths.
+  __attribute__((noinline)) void grow() {
     std::vector<slot> bigger(slots_.size() * 2);
     bigger.swap(slots_);
     --shift_;

@@ -1,0 +1,371 @@
+// The caching strategy's segments and its upstream: segments, pages mapped
+// and unmapped, the headroom and the limit (see segment_map.hpp).
+#include "strategy/segment_map.hpp"
+
+#include <algorithm>
+#include <iterator>
+
+namespace dao::detail {
+
+namespace {
+
+constexpr std::size_t kSmallBuffer = std::size_t(2) << 20;  // small segments
+constexpr std::size_t kLargeBuffer = caching_options::kLargeBuffer;  // 1-10 MiB segments
+constexpr std::size_t kMinLargeAlloc = std::size_t(10) << 20;
+constexpr std::size_t kRoundLarge = std::size_t(2) << 20;
+constexpr std::size_t kMaxArena = std::size_t(1) << 40;     // addresses per segment
+constexpr double kHeadroomStep = 0.05;  // reserve_headroom widens by this under churn
+constexpr double kMaxHeadroom = 1.0;    // and up to this
+constexpr std::uint64_t kChurnEvents = 256;  // releases that first widen it
+constexpr std::uint64_t kChurnRatio = 65536;  // and at least one per this many allocations
+
+std::size_t round_up(std::size_t x, std::size_t unit) noexcept { return (x + unit - 1) / unit * unit; }
+std::size_t round_down(std::size_t x, std::size_t unit) noexcept { return x / unit * unit; }
+
+}  // namespace
+
+segment_map::segment_map(memory_source& upstream, const caching_options& options,
+                         caching_stats& stats)
+    : upstream_(upstream, options.limit),
+      stats_(stats),
+      reserve_slack_(options.reserve_slack),
+      no_caching_(options.no_caching) {
+  grow();
+  host_memory_ = upstream.host_accessible();
+  headroom_ = options.reserve_headroom;
+  churn_threshold_ = kChurnEvents;
+  if (options.expandable_segments) granularity_ = upstream.map_granularity();
+  if (granularity_ != 0) {
+    const std::size_t large = upstream.large_page_size();
+    if (large > granularity_ && large % granularity_ == 0) large_page_ = large;
+  }
+  if (granularity_ != 0) {
+    // Addresses cost nothing: reserve several times the place's memory per
+    // expandable segment so that holes never run it out of addresses.
+    std::size_t total = upstream.info().total_bytes;
+    std::size_t want = std::max<std::size_t>(total, std::size_t(16) << 20);
+    arena_size_ = round_up(std::min(want * 4, kMaxArena), granularity_);
+  }
+}
+
+segment_map::~segment_map() {
+  for (std::uint32_t i = 0; i < segments_.size(); ++i) {
+    segment& seg = segments_[i];
+    if (!seg.live) continue;
+    if (seg.expandable) {
+      for (const auto& [start, end] : seg.mapped) {
+        unpoison(seg.base + start, end - start);
+        upstream_.unmap(reinterpret_cast<void*>(seg.base + start), end - start);
+      }
+      upstream_.release_addresses(reinterpret_cast<void*>(seg.base), seg.size);
+    } else {
+      unpoison(seg.base, seg.size);
+      upstream_.deallocate(reinterpret_cast<void*>(seg.base), seg.size);
+    }
+  }
+}
+
+void segment_map::grow() {
+  if (segments_.capacity() < segments_.size() + 1)
+    segments_.reserve(std::max<std::size_t>(8, segments_.capacity() * 2));
+}
+
+memory_info segment_map::info() const noexcept {
+  memory_info info{};
+  try {
+    info = upstream_.info();
+  } catch (...) {
+  }
+  return info;
+}
+
+// ------------------------------------------------------------- the limit
+
+// The limit source counts exactly what reserved memory counts: what is
+// allocated and mapped through it.
+std::size_t segment_map::limit() const noexcept { return upstream_.limit().cap(); }
+
+bool segment_map::within_limit(std::size_t extra) const noexcept {
+  return upstream_.limit().fits(extra);
+}
+
+// -------------------------------------------------------------- segments
+
+std::size_t segment_map::segment_size(std::size_t rounded) const noexcept {
+  if (no_caching_) return rounded;
+  if (rounded <= caching_options::kSmallSize) return kSmallBuffer;
+  if (rounded < kMinLargeAlloc) return kLargeBuffer;
+  return round_up(rounded, kRoundLarge);
+}
+
+segment_map::range segment_map::obtain(std::size_t size) {
+  if (granularity_ != 0) {
+    // Address space can be limited (ulimit -v, valgrind): settle for less,
+    // halving down to what the request needs.
+    const std::size_t needed = round_up(size, granularity_) + granularity_;
+    std::size_t bytes = std::max(arena_size_, needed);
+    while (true) {
+      try {
+        void* base = upstream_.reserve_addresses(bytes);
+        return range{reinterpret_cast<std::uintptr_t>(base), bytes, true};
+      } catch (const out_of_memory&) {
+        if (bytes == needed) throw;
+        bytes = std::max(needed, round_up(bytes / 2, granularity_));
+      }
+    }
+  }
+  std::size_t wanted = segment_size(size);
+  void* p = nullptr;
+  if (within_limit(wanted)) {
+    try {
+      p = upstream_.allocate(wanted);
+    } catch (const out_of_memory&) {
+      if (wanted == size) throw;
+    }
+  }
+  if (p == nullptr) {
+    wanted = size;
+    if (!within_limit(wanted)) throw out_of_memory("the allocator's limit would be exceeded");
+    p = upstream_.allocate(wanted);
+  }
+  return range{reinterpret_cast<std::uintptr_t>(p), wanted, false};
+}
+
+void segment_map::give_back(const range& r) noexcept {
+  if (r.expandable) upstream_.release_addresses(reinterpret_cast<void*>(r.base), r.size);
+  else upstream_.deallocate(reinterpret_cast<void*>(r.base), r.size);
+}
+
+std::uint32_t segment_map::add(std::uint32_t pool_index, bool small, const range& r) {
+  std::uint32_t si = kNone;
+  for (std::uint32_t i = 0; i < segments_.size(); ++i)
+    if (!segments_[i].live) si = i;
+  if (si == kNone) {
+    segments_.emplace_back();  // capacity reserved
+    si = static_cast<std::uint32_t>(segments_.size() - 1);
+  }
+  segment& seg = segments_[si];
+  seg = segment{};
+  seg.base = r.base;
+  seg.size = r.size;
+  seg.pool = pool_index;
+  seg.small = small;
+  seg.expandable = r.expandable;
+  seg.live = true;
+  stats_.count(DAO_STAT_RESERVED_SEGMENTS, small, 1);
+  if (!r.expandable) {
+    stats_.count(DAO_STAT_RESERVED_BYTES, small, static_cast<std::int64_t>(r.size));
+    ++stats_.counters().system_alloc_count;
+    poison(r.base, r.size);  // all free
+  }
+  return si;
+}
+
+void segment_map::release(std::uint32_t index) noexcept {
+  segment& seg = segments_[index];
+  const bool small = seg.small;
+  if (seg.expandable) {
+    for (const auto& [start, end] : seg.mapped) {
+      unpoison(seg.base + start, end - start);
+      upstream_.unmap(reinterpret_cast<void*>(seg.base + start), end - start);
+      stats_.count(DAO_STAT_RESERVED_BYTES, small, -static_cast<std::int64_t>(end - start));
+      ++stats_.counters().system_free_count;
+    }
+    seg.mapped.clear();
+    seg.mapped_bytes = 0;
+    seg.mapped_prefix = 0;
+    upstream_.release_addresses(reinterpret_cast<void*>(seg.base), seg.size);
+  } else {
+    unpoison(seg.base, seg.size);
+    upstream_.deallocate(reinterpret_cast<void*>(seg.base), seg.size);
+    stats_.count(DAO_STAT_RESERVED_BYTES, small, -static_cast<std::int64_t>(seg.size));
+    ++stats_.counters().system_free_count;
+  }
+  stats_.count(DAO_STAT_RESERVED_SEGMENTS, small, -1);
+  seg.live = false;
+}
+
+// ----------------------------------------------------------------- pages
+
+bool segment_map::backed(std::uint32_t index, std::uintptr_t start, std::size_t bytes) const noexcept {
+  const segment& seg = segments_[index];
+  if (!seg.expandable) return true;
+  const std::size_t lo = start - seg.base, hi = lo + bytes;
+  if (hi <= seg.mapped_prefix) return true;
+  auto it = seg.mapped.upper_bound(lo);  // the intervals are merged: one must hold it all
+  if (it == seg.mapped.begin()) return false;
+  --it;
+  return it->second >= hi;
+}
+
+void segment_map::update_prefix(segment& seg) noexcept {
+  auto first = seg.mapped.begin();
+  seg.mapped_prefix = first != seg.mapped.end() && first->first == 0 ? first->second : 0;
+}
+
+// How far past a request to map when a segment grows at its end: a sixteenth
+// of what the segment maps, so that growing from nothing to N bytes takes
+// O(log N) system calls at any scale, while the memory mapped ahead stays
+// within 1/16 of the peak (measured on the somas traces: bench/README.md).
+std::size_t segment_map::map_ahead(const segment& seg) const noexcept {
+  if (exact_mapping_) return 0;
+  return round_up(seg.mapped_bytes / 16, granularity_);
+}
+
+bool segment_map::plan_mapping(std::uint32_t index, std::uintptr_t start, std::size_t bytes,
+                               mapping& m) const {
+  const segment& seg = segments_[index];
+  const std::size_t g = granularity_;
+  const std::size_t lo = round_down(start - seg.base, g);
+  const std::size_t hi = round_up(start - seg.base + bytes, g);
+  // Unmapped gaps in [lo, hi).
+  int n = 0;
+  std::size_t cursor = lo;
+  auto it = seg.mapped.upper_bound(cursor);
+  if (it != seg.mapped.begin() && std::prev(it)->second > cursor) cursor = std::prev(it)->second;
+  while (cursor < hi) {
+    it = seg.mapped.lower_bound(cursor);
+    std::size_t gap_end = it == seg.mapped.end() ? hi : std::min(hi, it->first);
+    if (gap_end > cursor) {
+      if (n == 64) break;  // mapped below; the rest on a later call
+      m.gaps[n][0] = cursor;
+      m.gaps[n][1] = gap_end;
+      ++n;
+    }
+    if (it == seg.mapped.end()) break;
+    cursor = std::max(cursor, it->second);
+  }
+  m.n = n;
+  if (n == 0) return false;
+  std::size_t total = 0;
+  for (int i = 0; i < n; ++i) total += m.gaps[i][1] - m.gaps[i][0];
+  // Growing at the end of what is mapped: map a little ahead.
+  std::size_t ahead = 0;
+  if (m.gaps[n - 1][1] == hi && (seg.mapped.empty() || seg.mapped.rbegin()->second <= hi)) {
+    ahead = std::min(map_ahead(seg), seg.size - hi);
+    m.gaps[n - 1][1] += ahead;
+    total += ahead;
+  }
+  m.total = total;
+  m.ahead = ahead;
+  return true;
+}
+
+// How far reserved memory may grow before cached pages are given back
+// (SIZE_MAX: no bound): (1 + reserve_slack) times the memory in use with the
+// request, and (1 + reserve_headroom) times the peak of memory in use.
+std::size_t segment_map::reserve_budget(std::size_t request) const noexcept {
+  if (no_caching_) return SIZE_MAX;
+  const stat_value allocated = stats_.all(DAO_STAT_ALLOCATED_BYTES);
+  const auto in_use = static_cast<double>(allocated.current) + static_cast<double>(request);
+  double budget = static_cast<double>(SIZE_MAX);
+  if (reserve_slack_ >= 0) budget = in_use * (1 + reserve_slack_);
+  if (headroom_ >= 0) {
+    const double peak = std::max(in_use, static_cast<double>(allocated.peak));
+    budget = std::min(budget, peak * (1 + headroom_));
+  }
+  return budget >= static_cast<double>(SIZE_MAX) ? SIZE_MAX : static_cast<std::size_t>(budget);
+}
+
+std::size_t segment_map::over_budget(mapping& m, std::size_t bytes) const noexcept {
+  const std::size_t budget = reserve_budget(bytes);
+  const auto reserved = static_cast<std::size_t>(stats_.total(DAO_STAT_RESERVED_BYTES));
+  // Over the budget: first map no look-ahead, then give back cached pages.
+  if (reserved + m.total > budget && m.ahead > 0) {
+    m.gaps[m.n - 1][1] -= m.ahead;
+    m.total -= m.ahead;
+    m.ahead = 0;
+  }
+  return reserved + m.total > budget ? reserved + m.total - budget : 0;
+}
+
+// Each release for the budget is system calls paid for memory saved, and the
+// pages are mapped again later. When they come often (at least
+// kChurnEvents, and one per kChurnRatio allocations since the headroom last
+// widened), the workload fragments more than the headroom allows: widen it,
+// faster each time.
+void segment_map::note_churn() noexcept {
+  ++churn_events_;
+  const std::uint64_t alloc_count = stats_.counters().alloc_count;
+  const std::uint64_t allocations = alloc_count - allocs_at_widen_;
+  if (churn_events_ >= churn_threshold_ && churn_events_ * kChurnRatio >= allocations &&
+      headroom_ < kMaxHeadroom) {
+    headroom_ = std::min(kMaxHeadroom, headroom_ + kHeadroomStep);
+    churn_threshold_ = std::max<std::uint64_t>(16, churn_threshold_ / 2);
+    churn_events_ = 0;
+    allocs_at_widen_ = alloc_count;
+  }
+}
+
+void segment_map::map(std::uint32_t index, const mapping& m) {
+  segment& seg = segments_[index];
+  const int n = m.n;
+  if (!within_limit(m.total)) throw out_of_memory("the allocator's limit would be exceeded");
+  int done = 0;
+  try {
+    for (; done < n; ++done)
+      upstream_.map(reinterpret_cast<void*>(seg.base + m.gaps[done][0]),
+                    m.gaps[done][1] - m.gaps[done][0]);
+  } catch (...) {
+    for (int i = 0; i < done; ++i)
+      upstream_.unmap(reinterpret_cast<void*>(seg.base + m.gaps[i][0]),
+                      m.gaps[i][1] - m.gaps[i][0]);
+    throw;
+  }
+  for (int i = 0; i < n; ++i) {
+    poison(seg.base + m.gaps[i][0], m.gaps[i][1] - m.gaps[i][0]);  // free until carved
+    std::size_t a = m.gaps[i][0], b = m.gaps[i][1];
+    // Coalesce with the intervals on either side.
+    auto next = seg.mapped.lower_bound(a);
+    if (next != seg.mapped.end() && next->first == b) {
+      b = next->second;
+      next = seg.mapped.erase(next);
+    }
+    if (next != seg.mapped.begin() && std::prev(next)->second == a) std::prev(next)->second = b;
+    else seg.mapped.emplace(a, b);
+    seg.mapped_bytes += m.gaps[i][1] - m.gaps[i][0];
+    stats_.count(DAO_STAT_RESERVED_BYTES, seg.small,
+                 static_cast<std::int64_t>(m.gaps[i][1] - m.gaps[i][0]));
+    ++stats_.counters().system_alloc_count;
+  }
+  update_prefix(seg);
+}
+
+std::size_t segment_map::unmap_range(std::uint32_t index, std::uintptr_t from, std::uintptr_t to,
+                                     std::size_t limit, std::size_t unit) noexcept {
+  segment& seg = segments_[index];
+  const std::size_t lo = round_up(from - seg.base, unit);
+  const std::size_t hi = round_down(to - seg.base, unit);
+  if (lo >= hi || limit == 0) return 0;
+  std::size_t released = 0;
+  // The mapped intervals that overlap [lo, hi), highest first.
+  auto it = seg.mapped.lower_bound(hi);
+  while (released < limit && it != seg.mapped.begin()) {
+    --it;
+    const std::size_t a = it->first, e = it->second;
+    if (e <= lo) break;
+    const std::size_t cut_hi = round_down(std::min(e, hi), unit);
+    std::size_t cut_lo = round_up(std::max(a, lo), unit);
+    if (cut_lo >= cut_hi) continue;
+    if (limit != SIZE_MAX && cut_hi - cut_lo > limit - released)
+      cut_lo = cut_hi - round_up(limit - released, unit);
+    unpoison(seg.base + cut_lo, cut_hi - cut_lo);
+    upstream_.unmap(reinterpret_cast<void*>(seg.base + cut_lo), cut_hi - cut_lo);
+    released += cut_hi - cut_lo;
+    ++stats_.counters().system_free_count;
+    it = seg.mapped.erase(it);
+    // What stays mapped on either side of the cut. Node allocation may fail:
+    // those pages then stay mapped but uncounted until the segment goes.
+    try {
+      if (cut_hi < e) seg.mapped.emplace(cut_hi, e);
+      if (a < cut_lo) it = seg.mapped.emplace(a, cut_lo).first;
+    } catch (...) {
+    }
+  }
+  seg.mapped_bytes -= released;
+  update_prefix(seg);
+  stats_.count(DAO_STAT_RESERVED_BYTES, seg.small, -static_cast<std::int64_t>(released));
+  return released;
+}
+
+}  // namespace dao::detail

@@ -1,0 +1,117 @@
+// The caching strategy's stream ordering: pools per stream, settling, and
+// deferred frees (see stream_order.hpp).
+#include "strategy/stream_order.hpp"
+
+#include <algorithm>
+
+#include "core/error.hpp"
+#include "resource/system_resource.hpp"
+#include "util/format.hpp"
+
+namespace dao::detail {
+
+namespace {
+
+std::uintptr_t key_of(stream_handle stream, bool small) noexcept {
+  return reinterpret_cast<std::uintptr_t>(stream) | (small ? 1u : 0u);
+}
+
+}  // namespace
+
+bool stream_order::switch_to(stream_handle stream) noexcept {
+  const std::uint64_t id = stream != nullptr ? stream->id : 0;
+  if (stream == last_stream_ && id == last_stream_id_) return false;
+  last_stream_ = stream;
+  last_stream_id_ = id;
+  last_pools_[0] = last_pools_[1] = kNone;
+  const std::uint64_t destroyed = destroyed_stream_count().load(std::memory_order_acquire);
+  if (destroyed == destroyed_seen_) return false;
+  destroyed_seen_ = destroyed;
+  return true;
+}
+
+std::uint32_t stream_order::lookup(stream_handle stream, bool small) const {
+  if (last_pools_[small ? 1 : 0] != kNone) return last_pools_[small ? 1 : 0];
+  auto it = pool_index_.find(key_of(stream, small));
+  return it == pool_index_.end() ? kNone : it->second;
+}
+
+void stream_order::add(stream_handle stream, bool small, std::uint32_t pool_index) {
+  if (pools_.size() <= pool_index) pools_.resize(pool_index + 1);  // capacity reserved
+  pools_[pool_index].stream = stream;
+  pool_index_.emplace(key_of(stream, small), pool_index);
+}
+
+void stream_order::bind(std::uint32_t pool_index, stream_handle stream, bool small) noexcept {
+  pool_stream& p = pools_[pool_index];
+  const std::uint64_t id = stream != nullptr ? stream->id : 0;
+  if (p.stream_id != id) {
+    if (stream != nullptr) p.stream_ref = stream->impl;
+    p.stream_id = id;
+  }
+  last_pools_[small ? 1 : 0] = pool_index;
+}
+
+void stream_order::grow() {
+  if (pools_.capacity() < pools_.size() + 2)
+    pools_.reserve(std::max<std::size_t>(4, pools_.capacity() * 2));
+}
+
+bool stream_order::settled(std::uint32_t pool_index, bool wait) noexcept {
+  const pool_stream& p = pools_[pool_index];
+  if (p.stream == nullptr) return true;  // the default stream runs work at once
+  std::shared_ptr<stream_impl> impl = p.stream_ref.lock();
+  if (impl == nullptr) return true;  // destroyed: its work ran first
+  try {
+    if (impl->query()) return true;
+    if (!wait) return false;
+    impl->synchronize();
+    return true;
+  } catch (...) {
+    return false;  // the stream failed: keep its memory rather than guess
+  }
+}
+
+void stream_order::settle_all() noexcept {
+  for (std::uint32_t i = 0; i < pools_.size(); ++i) settled(i, true);
+}
+
+void stream_order::check_place(stream_handle stream, const dao_place& mine, const char* function) {
+  if (raw_kind(stream->place.kind) != raw_kind(mine.kind) || stream->place.device != mine.device) {
+    throw invalid_argument(strprintf(
+        "%s: the stream is on %s but the allocator is on %s; only streams of the allocator's "
+        "place can use its memory in order",
+        function, place_to_string(stream->place).c_str(), place_to_string(mine).c_str()));
+  }
+}
+
+void stream_order::add_use(std::uint32_t index, stream_handle stream) {
+  std::vector<stream_handle>& uses = uses_[index];
+  if (std::find(uses.begin(), uses.end(), stream) == uses.end()) uses.push_back(stream);
+}
+
+std::size_t stream_order::defer_free(
+    std::uint32_t index, const std::function<std::unique_ptr<event_impl>()>& new_event) {
+  std::size_t queued = 0;
+  try {
+    for (stream_handle other : uses_.at(index)) {
+      std::unique_ptr<event_impl> event;
+      if (!spare_events_.empty()) {
+        event = std::move(spare_events_.back());
+        spare_events_.pop_back();
+      } else {
+        event = new_event();
+      }
+      other->impl->record(*event);
+      pending_.push_back(pending_free{std::move(event), index});
+      ++queued;
+    }
+  } catch (...) {
+    for (; queued > 0; --queued) pending_.pop_back();
+    throw;
+  }
+  uses_.erase(index);
+  return queued;
+}
+
+}  // namespace dao::detail

@@ -1,0 +1,121 @@
+// The caching strategy's stream ordering: which pool serves each stream,
+// whether a stream has run the work queued on it (settled), and deferred
+// frees of blocks used on other streams (record_stream), each waiting for
+// an event. The only part of the strategy that looks inside a stream handle.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include "dao/place.h"
+#include "resource/stream.hpp"
+
+namespace dao::detail {
+
+// A stream as the strategy's callers give it (nullptr: the default stream,
+// which runs work at once).
+using stream_handle = const stream_object*;
+
+class stream_order {
+ public:
+  static constexpr std::uint32_t kNone = UINT32_MAX;
+
+  // The pool (small or large) of `stream` when it is the stream last looked
+  // up, else kNone: then switch_to(), lookup(), add() and bind().
+  std::uint32_t cached_pool(stream_handle stream, bool small) const noexcept {
+    const std::uint64_t id = stream != nullptr ? stream->id : 0;
+    if (stream == last_stream_ && id == last_stream_id_) return last_pools_[small];
+    return kNone;
+  }
+  // Makes `stream` the last one looked up. True when a stream was destroyed
+  // since the last look: the cache of its pools can serve no one (unless a
+  // new stream gets its address), so the caller gives it back now.
+  bool switch_to(stream_handle stream) noexcept;
+  // The pool of (stream, small), or kNone when it has none yet.
+  std::uint32_t lookup(stream_handle stream, bool small) const;
+  // Registers pool `pool_index` (just added, the next index) for (stream, small).
+  void add(stream_handle stream, bool small, std::uint32_t pool_index);
+  // Binds pool `pool_index` to the stream now behind `stream` (new, or a
+  // destroyed stream's handle address given to a new stream: the old one
+  // ran all its work when it was destroyed, so its blocks may serve the new
+  // one) and remembers it as the last stream's.
+  void bind(std::uint32_t pool_index, stream_handle stream, bool small) noexcept;
+  void grow();  // room for two more pools (may throw; changes nothing)
+
+  stream_handle stream_of(std::uint32_t pool_index) const noexcept {
+    return pools_[pool_index].stream;
+  }
+  // Memory freed on a stream may still be used by work queued there before
+  // the free (stream-ordered free): before it goes back to the upstream,
+  // that stream must have run its work. settled(): whether the stream of a
+  // pool has (wait: after waiting for it; a failed wait counts as not).
+  bool settled(std::uint32_t pool_index, bool wait) noexcept;
+  void settle_all() noexcept;
+  // Whether the pool's stream has been destroyed.
+  bool dead(std::uint32_t pool_index) const noexcept {
+    const pool_stream& p = pools_[pool_index];
+    return p.stream != nullptr && p.stream_ref.expired();
+  }
+  // Only streams of the allocator's own place (`mine`) order its memory:
+  // throws invalid_argument, naming `function`, for others.
+  static void check_place(stream_handle stream, const dao_place& mine, const char* function);
+
+  // record_stream: block `index` is used on `stream` too.
+  void add_use(std::uint32_t index, stream_handle stream);
+  // A block used on other streams and just freed: records an event (from
+  // `new_event` unless one is spare) on each of them, queues a deferred free
+  // behind each, and forgets the uses. Returns how many were queued. On
+  // failure nothing is queued and the uses are kept.
+  std::size_t defer_free(std::uint32_t index,
+                         const std::function<std::unique_ptr<event_impl>()>& new_event);
+  bool has_pending() const noexcept { return !pending_.empty(); }
+  // Calls ready(block) for each deferred free whose event has completed
+  // (wait: for every one, after waiting for it), oldest first.
+  template <class F>
+  void run_completed(bool wait, F&& ready) {
+    for (auto it = pending_.begin(); it != pending_.end();) {
+      if (wait) it->event->synchronize();
+      else if (!it->event->query()) {
+        ++it;
+        continue;
+      }
+      const std::uint32_t index = it->block;
+      try {
+        spare_events_.push_back(std::move(it->event));
+      } catch (...) {
+      }
+      it = pending_.erase(it);
+      ready(index);
+    }
+  }
+
+ private:
+  struct pool_stream {
+    stream_handle stream = nullptr;
+    // The stream's implementation, weakly: expired once the handle is
+    // destroyed (which first runs its work), so never waited for then.
+    std::weak_ptr<stream_impl> stream_ref;
+    std::uint64_t stream_id = 0;  // the handle's id: its address may be reused
+  };
+  struct pending_free {
+    std::unique_ptr<event_impl> event;
+    std::uint32_t block;
+  };
+
+  std::vector<pool_stream> pools_;  // by pool index
+  std::unordered_map<std::uintptr_t, std::uint32_t> pool_index_;
+  stream_handle last_stream_ = nullptr;
+  std::uint64_t last_stream_id_ = 0;
+  std::uint64_t destroyed_seen_ = 0;  // destroyed_stream_count() at the last look
+  std::uint32_t last_pools_[2] = {kNone, kNone};  // large, small of last_stream_
+  std::unordered_map<std::uint32_t, std::vector<stream_handle>> uses_;  // record_stream
+  std::deque<pending_free> pending_;
+  std::vector<std::unique_ptr<event_impl>> spare_events_;
+};
+
+}  // namespace dao::detail
