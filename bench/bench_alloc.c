@@ -61,8 +61,8 @@ typedef struct options {
   uint64_t slots;
   uint64_t reps;
   uint64_t seed;
-  const char *only; /* comma-separated row keys, or NULL for all */
-  const char *child; /* internal: run one preloaded row and report on stdout */
+  const char *only;           /* comma-separated row keys, or NULL for all */
+  const char *child;          /* internal: run one preloaded row and report on stdout */
   const char *caching_config; /* config string of the caching rows, or NULL */
 } options;
 
@@ -91,9 +91,9 @@ static void usage(FILE *out, const char *prog) {
           prog);
 }
 
-static const char *const kRowKeys[] = {"glibc",     "jemalloc",    "mimalloc",
-                                      "dao-buddy", "dao-default", "dao-sim",
-                                      "dao-caching", "dao-caching-sim", "dao-caching-fast"};
+static const char *const kRowKeys[] = {"glibc",       "jemalloc",        "mimalloc",
+                                       "dao-buddy",   "dao-default",     "dao-sim",
+                                       "dao-caching", "dao-caching-sim", "dao-caching-fast"};
 #define ROW_COUNT (sizeof kRowKeys / sizeof kRowKeys[0])
 
 static int key_known(const char *key, size_t len) {
@@ -135,8 +135,8 @@ static void parse_options(int argc, char **argv, options *o) {
       continue;
     }
     /* Flags with a value: "--flag N" or "--flag=N". */
-    static const char *const valued[] = {"--steps", "--slots", "--reps", "--seed", "--only",
-                                         "--child", "--caching-config"};
+    static const char *const valued[] = {"--steps", "--slots", "--reps",          "--seed",
+                                         "--only",  "--child", "--caching-config"};
     const char *value = NULL;
     const char *flag =
         match_valued_flag(prog, argc, argv, &i, valued, sizeof valued / sizeof valued[0], &value);
@@ -185,8 +185,8 @@ static void parse_options(int argc, char **argv, options *o) {
 typedef struct workload {
   size_t slots;
   size_t steps;
-  uint32_t *sizes;   /* slots fill sizes, then one size per step */
-  uint32_t *victims; /* slot freed (and refilled) by each step */
+  uint32_t *sizes;         /* slots fill sizes, then one size per step */
+  uint32_t *victims;       /* slot freed (and refilled) by each step */
   uint64_t peak_requested; /* largest sum of live requested sizes */
 } workload;
 
@@ -397,11 +397,11 @@ typedef struct row {
   /* Rows timed in this process, one repetition per round. */
   int in_process;
   runner r;
-  dl_ctx dl;                /* context of a dlopen()ed allocator */
-  dao_place place;          /* context of dao_alloc() */
-  dao_allocator *stats_of;  /* libdao: statistics are read here */
-  dao_allocator *owned;     /* libdao: destroyed at the end */
-  double *times;            /* ns/pair of each repetition */
+  dl_ctx dl;               /* context of a dlopen()ed allocator */
+  dao_place place;         /* context of dao_alloc() */
+  dao_allocator *stats_of; /* libdao: statistics are read here */
+  dao_allocator *owned;    /* libdao: destroyed at the end */
+  double *times;           /* ns/pair of each repetition */
   /* Results. */
   double median_ns, min_ns;
   int have_stats;
@@ -468,8 +468,8 @@ static void finish_row(row *out, uint64_t reps) {
       out->final_stats.struct_size = sizeof out->final_stats;
       dao_status s = dao_allocator_get_stats(out->stats_of, &out->final_stats);
       if (s != DAO_OK) {
-        set_note(out, ROW_FAILED, "error: dao_allocator_get_stats: %s: %s",
-                 dao_status_string(s), dao_last_error());
+        set_note(out, ROW_FAILED, "error: dao_allocator_get_stats: %s: %s", dao_status_string(s),
+                 dao_last_error());
       } else if (out->final_stats.live_blocks != 0) {
         set_note(out, ROW_FAILED, "error: %llu block(s) still live after every block was freed",
                  (unsigned long long)out->final_stats.live_blocks);
@@ -550,8 +550,8 @@ static void run_child_row(row *out, const char *key, const char *library, const 
   snprintf(slots, sizeof slots, "%llu", (unsigned long long)o->slots);
   snprintf(reps, sizeof reps, "%llu", (unsigned long long)o->reps);
   snprintf(seed, sizeof seed, "%llu", (unsigned long long)o->seed);
-  char *args[] = {self,   "--child", (char *)key, "--steps", steps, "--slots", slots,
-                  "--reps", reps,    "--seed",    seed,      NULL};
+  char *args[] = {self,  "--child", (char *)key, "--steps", steps, "--slots",
+                  slots, "--reps",  reps,        "--seed",  seed,  NULL};
   int fds[2];
   if (pipe(fds) != 0) {
     set_note(out, ROW_FAILED, "error: pipe: %s", strerror(errno));
@@ -598,24 +598,24 @@ static void run_child_row(row *out, const char *key, const char *library, const 
       sscanf(result, "CHILD-RESULT %lf %lf", &median, &min) == 2) {
     out->median_ns = median;
     out->min_ns = min;
-    set_note(out, ROW_OK, "child process with LD_PRELOAD=%s (dlopen refused: static TLS)",
-             library);
+    set_note(out, ROW_OK, "child process with LD_PRELOAD=%s (dlopen refused: static TLS)", library);
     return;
   }
   if (error != NULL) {
     int elen = (int)strcspn(error + 12, "\n");
     if (strncmp(error + 12, "not available", 13) == 0)
       set_note(out, ROW_UNAVAILABLE, "%.*s", elen, error + 12);
-    else
-      set_note(out, ROW_FAILED, "error (child process): %.*s", elen, error + 12);
+    else set_note(out, ROW_FAILED, "error (child process): %.*s", elen, error + 12);
     return;
   }
   if (WIFSIGNALED(status)) {
     set_note(out, ROW_FAILED, "error: child process with LD_PRELOAD=%s killed by signal %d",
              library, WTERMSIG(status));
   } else {
-    set_note(out, ROW_FAILED, "error: child process with LD_PRELOAD=%s exited with status %d "
-             "and no result", library, WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+    set_note(out, ROW_FAILED,
+             "error: child process with LD_PRELOAD=%s exited with status %d "
+             "and no result",
+             library, WIFEXITED(status) ? WEXITSTATUS(status) : -1);
   }
 }
 
@@ -712,9 +712,9 @@ int main(int argc, char **argv) {
          BENCH_SANITIZED ? ", sanitizers on" : "");
   printf("config: %ld cpus online, steps %llu, slots %llu, reps %llu, seed %llu, sizes %s..%s "
          "log-uniform\n",
-         cpus, (unsigned long long)o.steps, (unsigned long long)o.slots,
-         (unsigned long long)o.reps, (unsigned long long)o.seed,
-         format_bytes(MIN_SIZE, b1, sizeof b1), format_bytes(MAX_SIZE, b2, sizeof b2));
+         cpus, (unsigned long long)o.steps, (unsigned long long)o.slots, (unsigned long long)o.reps,
+         (unsigned long long)o.seed, format_bytes(MIN_SIZE, b1, sizeof b1),
+         format_bytes(MAX_SIZE, b2, sizeof b2));
   if (!is_optimised_build_type(build_type) || BENCH_SANITIZED) {
     printf("WARNING: built as '%s'%s; optimisation may be off and the timings are not "
            "representative (configure with -DCMAKE_BUILD_TYPE=Release)\n",
@@ -727,15 +727,19 @@ int main(int argc, char **argv) {
 
   /* The SIM device must hold the workload with room for buddy rounding. */
   size_t sim_capacity = SIM_MIN_CAPACITY;
-  while (sim_capacity / 4 < w.peak_requested && sim_capacity < ((size_t)1 << 50))
-    sim_capacity *= 2;
+  while (sim_capacity / 4 < w.peak_requested && sim_capacity < ((size_t)1 << 50)) sim_capacity *= 2;
 
   row rows[ROW_COUNT];
   memset(rows, 0, sizeof rows);
-  static const char *const labels[ROW_COUNT] = {
-      "glibc malloc",     "jemalloc",           "mimalloc",
-      "libdao buddy (cpu)", "libdao dao_alloc", "libdao buddy (sim)",
-      "libdao caching (cpu)", "libdao caching (sim)", "libdao caching fast (cpu)"};
+  static const char *const labels[ROW_COUNT] = {"glibc malloc",
+                                                "jemalloc",
+                                                "mimalloc",
+                                                "libdao buddy (cpu)",
+                                                "libdao dao_alloc",
+                                                "libdao buddy (sim)",
+                                                "libdao caching (cpu)",
+                                                "libdao caching (sim)",
+                                                "libdao caching fast (cpu)"};
   for (size_t i = 0; i < ROW_COUNT; ++i) {
     rows[i].key = kRowKeys[i];
     rows[i].label = labels[i];
@@ -776,23 +780,19 @@ int main(int argc, char **argv) {
     }
     sim_configured = 1;
     char where[64];
-    snprintf(where, sizeof where, "sim:0 of %s",
-             format_bytes((double)sim_capacity, b1, sizeof b1));
+    snprintf(where, sizeof where, "sim:0 of %s", format_bytes((double)sim_capacity, b1, sizeof b1));
     prepare_dao_object(r, dao_place_sim(0), sim_strategies[k], k == 1 ? o.caching_config : NULL,
                        where, o.reps);
   }
   void **live = xcalloc(w.slots, sizeof *live);
   for (uint64_t rep = 0; rep < o.reps; ++rep) {
-    fprintf(stderr, "  round %llu/%llu:", (unsigned long long)rep + 1,
-            (unsigned long long)o.reps);
+    fprintf(stderr, "  round %llu/%llu:", (unsigned long long)rep + 1, (unsigned long long)o.reps);
     for (size_t i = 0; i < ROW_COUNT; ++i) {
       row *r = &rows[i];
       if (!r->in_process || r->state != ROW_OK) continue;
       run_rep(r, &w, live, rep, o.reps);
-      if (r->state == ROW_OK)
-        fprintf(stderr, " %s %.1f", r->key, r->times[rep]);
-      else
-        fprintf(stderr, " %s FAILED", r->key);
+      if (r->state == ROW_OK) fprintf(stderr, " %s %.1f", r->key, r->times[rep]);
+      else fprintf(stderr, " %s FAILED", r->key);
       fflush(stderr);
     }
     fprintf(stderr, "\n");
@@ -801,8 +801,8 @@ int main(int argc, char **argv) {
   for (size_t i = 0; i < ROW_COUNT; ++i) finish_row(&rows[i], o.reps);
 
   const double glibc = rows[0].state == ROW_OK ? rows[0].median_ns : 0.0;
-  printf("\n%-26s %17s %9s %15s  %s\n", "allocator", "ns/pair (median)", "min",
-         "ratio to glibc", "notes");
+  printf("\n%-26s %17s %9s %15s  %s\n", "allocator", "ns/pair (median)", "min", "ratio to glibc",
+         "notes");
   int failures = 0;
   for (size_t i = 0; i < ROW_COUNT; ++i) {
     const row *r = &rows[i];

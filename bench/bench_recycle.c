@@ -108,7 +108,8 @@ static void parse_options(int argc, char **argv, options *o) {
       continue;
     }
     /* "--flag N" or "--flag=N". */
-    flag = match_valued_flag(prog, argc, argv, &i, valued, sizeof valued / sizeof valued[0], &value);
+    flag =
+        match_valued_flag(prog, argc, argv, &i, valued, sizeof valued / sizeof valued[0], &value);
     if (flag == NULL) bad_flag(prog, "unknown argument '%s'", arg);
     if (strcmp(flag, "--buffers") == 0) {
       o->buffers = parse_count(prog, flag, value, MAX_PAIRS, 1000000000000ull);
@@ -263,8 +264,7 @@ static void wait_at_gate(gate *g) {
 /* A worker's failure: keep the message and wake everybody else. */
 static void worker_fail(worker *w, const char *what, dao_status s) {
   if (s != DAO_OK) {
-    snprintf(w->error, sizeof w->error, "%s: %s: %s", what, dao_status_string(s),
-             dao_last_error());
+    snprintf(w->error, sizeof w->error, "%s: %s: %s", what, dao_status_string(s), dao_last_error());
   } else {
     snprintf(w->error, sizeof w->error, "%s", what);
   }
@@ -550,8 +550,7 @@ static int prepare_row(row *r, const options *o) {
       return 0;
     }
   }
-  snprintf(r->note, sizeof r->note, "%llu buffers malloc'ed up front",
-           (unsigned long long)o->pool);
+  snprintf(r->note, sizeof r->note, "%llu buffers malloc'ed up front", (unsigned long long)o->pool);
   return 1;
 }
 
@@ -597,8 +596,8 @@ int main(int argc, char **argv) {
   enum { NROWS = 6 };
   static const char *const labels[3] = {"libdao recycle pool", "malloc/free + mutex/cv queue",
                                         "mutex/cv free list + queue"};
-  static const char *const keys[NROWS] = {"dao-1",      "dao-2",      "malloc-1",
-                                          "malloc-2",   "freelist-1", "freelist-2"};
+  static const char *const keys[NROWS] = {"dao-1",    "dao-2",      "malloc-1",
+                                          "malloc-2", "freelist-1", "freelist-2"};
   const char *build_type = DAO_BENCH_BUILD_TYPE[0] != '\0' ? DAO_BENCH_BUILD_TYPE : "unknown";
 #ifdef NDEBUG
   const char *ndebug = "NDEBUG";
@@ -668,8 +667,8 @@ int main(int argc, char **argv) {
     finish_row(&rows[i], &o);
   }
 
-  printf("\n%-30s %5s %15s %8s %10s  %s\n", "path", "pairs", "M buffers/s", "best",
-         "ns/buffer", "notes");
+  printf("\n%-30s %5s %15s %8s %10s  %s\n", "path", "pairs", "M buffers/s", "best", "ns/buffer",
+         "notes");
   printf("%-30s %5s %15s %8s %10s\n", "", "", "(median)", "", "(median)");
   for (i = 0; i < NROWS; ++i) {
     const row *r = &rows[i];
@@ -682,9 +681,10 @@ int main(int argc, char **argv) {
            r->best_rate * 1e-6, 1e9 / r->median_rate, r->note);
   }
 
-  printf("\nlibdao steady state, over the timed repetitions (pool stats `created`, dao_used(cpu))\n");
-  printf("%-30s %5s %17s %27s %12s %14s\n", "path", "pairs", "created", "dao_used",
-         "allocations", "waits/buffer");
+  printf(
+      "\nlibdao steady state, over the timed repetitions (pool stats `created`, dao_used(cpu))\n");
+  printf("%-30s %5s %17s %27s %12s %14s\n", "path", "pairs", "created", "dao_used", "allocations",
+         "waits/buffer");
   for (i = 0; i < NROWS; ++i) {
     const row *r = &rows[i];
     char created[48], used[80];
@@ -709,7 +709,8 @@ int main(int argc, char **argv) {
            steady_failures == 0 ? "met" : "NOT met");
   }
   if (failures != 0) printf("\n%d row(s) failed; see the rows above\n", failures);
-  if (steady_failures != 0) printf("\n%d libdao row(s) allocated in steady state\n", steady_failures);
+  if (steady_failures != 0)
+    printf("\n%d libdao row(s) allocated in steady state\n", steady_failures);
   for (i = 0; i < NROWS; ++i) free(rows[i].seconds);
   return failures != 0 || steady_failures != 0 ? 1 : 0;
 }

@@ -187,7 +187,10 @@ int main(int argc, char **argv) {
     for (size_t i = 0; i < ntraces; ++i) {
       char cell[64];
       snprintf(cell, sizeof cell, "%s (worst %.3fx)",
-               !sums[i].ratio_known ? "-" : sums[i].ratio_ok ? "ok" : "MISS", sums[i].worst_ratio);
+               !sums[i].ratio_known ? "-"
+               : sums[i].ratio_ok   ? "ok"
+                                    : "MISS",
+               sums[i].worst_ratio);
       printf(" %-22s", cell);
     }
     printf("\nbelady moves fewer bytes than lru at 25 %% and 50 %%      ");
@@ -196,8 +199,7 @@ int main(int argc, char **argv) {
     printf("\nexecutor overhead < %.0f us per kernel, everything fits  ", TARGET_OVERHEAD_US);
     for (size_t i = 0; i < ntraces; ++i) {
       char cell[64];
-      if (sums[i].overhead_us < 0)
-        snprintf(cell, sizeof cell, "-");
+      if (sums[i].overhead_us < 0) snprintf(cell, sizeof cell, "-");
       else
         snprintf(cell, sizeof cell, "%s (%.2f us)",
                  sums[i].overhead_us < TARGET_OVERHEAD_US ? "ok" : "MISS", sums[i].overhead_us);
@@ -206,10 +208,8 @@ int main(int argc, char **argv) {
     printf("\ncopy time hidden by prefetch (no target)              ");
     for (size_t i = 0; i < ntraces; ++i) {
       char cell[64];
-      if (sums[i].hidden < 0)
-        snprintf(cell, sizeof cell, "-");
-      else
-        snprintf(cell, sizeof cell, "%.1f %%", 100.0 * sums[i].hidden);
+      if (sums[i].hidden < 0) snprintf(cell, sizeof cell, "-");
+      else snprintf(cell, sizeof cell, "%.1f %%", 100.0 * sums[i].hidden);
       printf(" %-22s", cell);
     }
     printf("\n\nD->H: bytes_evicted, H->D: bytes_fetched (dao_tiered_get_stats); moved/ref: "

@@ -151,13 +151,13 @@ uint64_t fetch_floor(const trace *t, uint64_t budget);
 /* Replay through a tiered pool (bench_tiered_replay.c)                     */
 
 typedef struct run_result {
-  int refused;           /* a submit was refused with DAO_ERR_OUT_OF_MEMORY */
-  char message[512];     /* ... and why */
+  int refused;       /* a submit was refused with DAO_ERR_OUT_OF_MEMORY */
+  char message[512]; /* ... and why */
   dao_tiered_stats stats;
-  double wall_s;         /* submit .. synchronize */
-  uint64_t kernel_ns;    /* inside kernel functions */
-  uint64_t kernels;      /* submitted */
-  uint64_t *hashes;      /* per storage still held at the end (others 0) */
+  double wall_s;      /* submit .. synchronize */
+  uint64_t kernel_ns; /* inside kernel functions */
+  uint64_t kernels;   /* submitted */
+  uint64_t *hashes;   /* per storage still held at the end (others 0) */
 } run_result;
 
 /* The deterministic contents of pre-existing storage `sid`. */
@@ -172,11 +172,11 @@ size_t count_mismatches(const trace *t, const run_result *a, const run_result *b
 /* One trace measured and reported (bench_tiered_report.c)                  */
 
 typedef struct trace_summary {
-  int ratio_ok, ratio_known;   /* belady <= 1.10x the reference everywhere */
-  int lru_ok, lru_known;       /* belady < lru at 25 % and 50 % */
+  int ratio_ok, ratio_known; /* belady <= 1.10x the reference everywhere */
+  int lru_ok, lru_known;     /* belady < lru at 25 % and 50 % */
   double worst_ratio;
-  double overhead_us;          /* executor overhead per kernel, everything fitting */
-  double hidden;               /* fraction of copy time hidden by prefetch, or -1 */
+  double overhead_us; /* executor overhead per kernel, everything fitting */
+  double hidden;      /* fraction of copy time hidden by prefetch, or -1 */
 } trace_summary;
 
 /* Runs everything on one trace and prints its rows; returns 0, 1 (error or

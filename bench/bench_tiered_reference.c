@@ -30,8 +30,8 @@ void reference(const trace *t, uint64_t budget, ref_result *r) {
   memset(r, 0, sizeof *r);
   /* Key of a resident tensor: its next use; t->nops when it is held to the
      end and not used again; NONE when its data is never needed again. */
-#define NEXT_USE(s)                                                                  \
-  (cursor[s] < t->st[s].nuses ? (uint64_t)t->st[s].uses[cursor[s]]                   \
+#define NEXT_USE(s)                                                \
+  (cursor[s] < t->st[s].nuses ? (uint64_t)t->st[s].uses[cursor[s]] \
                               : (t->st[s].freed ? NONE : (uint64_t)t->nops))
   for (size_t e = 0; e < t->nev; ++e) {
     const event *ev = &t->ev[e];

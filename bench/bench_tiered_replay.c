@@ -98,14 +98,14 @@ void fill_pattern(unsigned char *p, uint64_t n, uint64_t sid) {
   }
 }
 
-#define CHECK(call)                                                                         \
-  do {                                                                                      \
-    dao_status s_ = (call);                                                                 \
-    if (s_ != DAO_OK) {                                                                     \
+#define CHECK(call)                                                                             \
+  do {                                                                                          \
+    dao_status s_ = (call);                                                                     \
+    if (s_ != DAO_OK) {                                                                         \
       fprintf(stderr, "bench_tiered: %s: %s: %s (%s)\n", t->name, #call, dao_status_string(s_), \
-              dao_last_error());                                                            \
-      goto fail;                                                                            \
-    }                                                                                       \
+              dao_last_error());                                                                \
+      goto fail;                                                                                \
+    }                                                                                           \
   } while (0)
 
 /* Replays a trace through a new tiered pool. upfront: create every tensor
@@ -114,7 +114,7 @@ void fill_pattern(unsigned char *p, uint64_t n, uint64_t sid) {
    refused), 1 on an error (printed), EXIT_SKIP when dao_tiered_create says
    that tiered pools are unavailable and skip_ok is set. */
 int replay(const trace *t, uint64_t budget, const char *config, double spin_ns_per_byte,
-                  unsigned char *const *pre_data, int upfront, int skip_ok, run_result *r) {
+           unsigned char *const *pre_data, int upfront, int skip_ok, run_result *r) {
   memset(r, 0, sizeof *r);
   r->hashes = calloc(t->nst, sizeof *r->hashes);
   dao_tensor **tensors = calloc(t->nst, sizeof *tensors);
@@ -135,8 +135,8 @@ int replay(const trace *t, uint64_t budget, const char *config, double spin_ns_p
     args[i].ctx = &ctx;
     args[i].op = i;
   }
-  dao_status cs = dao_tiered_create(dao_place_sim(0), dao_place_cpu(), (size_t)budget, config,
-                                    &pool);
+  dao_status cs =
+      dao_tiered_create(dao_place_sim(0), dao_place_cpu(), (size_t)budget, config, &pool);
   if (cs != DAO_OK) {
     if (skip_ok && tiered_unavailable(cs)) {
       fprintf(stderr, "bench_tiered: tiered pools are not available: dao_tiered_create: %s (%s)\n",
@@ -144,8 +144,7 @@ int replay(const trace *t, uint64_t budget, const char *config, double spin_ns_p
       rc = EXIT_SKIP;
     } else {
       fprintf(stderr, "bench_tiered: %s: dao_tiered_create(budget %llu, \"%s\"): %s (%s)\n",
-              t->name, (unsigned long long)budget, config, dao_status_string(cs),
-              dao_last_error());
+              t->name, (unsigned long long)budget, config, dao_status_string(cs), dao_last_error());
     }
     goto fail;
   }

@@ -16,10 +16,8 @@ static double ratio_of(uint64_t a, uint64_t b) {
 }
 
 static void format_ratio(double r, char *buf, size_t len) {
-  if (r < 0)
-    snprintf(buf, len, "inf");
-  else
-    snprintf(buf, len, "%.3fx", r);
+  if (r < 0) snprintf(buf, len, "inf");
+  else snprintf(buf, len, "%.3fx", r);
 }
 
 static void print_row(const char *pct, const char *budget, const char *policy, uint64_t ev,
@@ -62,20 +60,22 @@ int bench_trace(const trace *t, int quick, int first, trace_summary *sum) {
   /* The run that every other is checked against. */
   r = replay(t, unlimited, "policy=belady", 0, pre_data, 0, first, &base);
   if (r != 0 || base.refused) {
-    if (base.refused) fprintf(stderr, "bench_tiered: %s: unlimited run: %s\n", t->name,
-                              base.message);
+    if (base.refused)
+      fprintf(stderr, "bench_tiered: %s: unlimited run: %s\n", t->name, base.message);
     rc = r == EXIT_SKIP ? EXIT_SKIP : 1;
     goto out;
   }
-  printf("%-5s %10s  %-11s %12s %12s %9s %11s  %s\n", "budg.", "bytes", "policy", "D->H",
-         "H->D", "moved/ref", "kernels/s", "results / notes");
-  snprintf(note, sizeof note, "unlimited: the results every run is checked against (%zu tensors held)",
-           (size_t)0);
+  printf("%-5s %10s  %-11s %12s %12s %9s %11s  %s\n", "budg.", "bytes", "policy", "D->H", "H->D",
+         "moved/ref", "kernels/s", "results / notes");
+  snprintf(note, sizeof note,
+           "unlimited: the results every run is checked against (%zu tensors held)", (size_t)0);
   {
     size_t held = 0;
     for (size_t s = 0; s < t->nst; ++s) held += base.hashes[s] != 0;
-    snprintf(note, sizeof note, "unlimited (2 x peak + largest op): %zu tensors held at the "
-             "end, read back and hashed", held);
+    snprintf(note, sizeof note,
+             "unlimited (2 x peak + largest op): %zu tensors held at the "
+             "end, read back and hashed",
+             held);
   }
   snprintf(kps, sizeof kps, "%.0f", (double)base.kernels / base.wall_s);
   print_row("-", format_bytes(unlimited, b3, sizeof b3), "belady", base.stats.bytes_evicted,
@@ -97,7 +97,8 @@ int bench_trace(const trace *t, int quick, int first, trace_summary *sum) {
     format_bytes(budget, b3, sizeof b3);
     if (raised) {
       char b4[32];
-      snprintf(note, sizeof note, "budget raised from %s to the largest op's working set "
+      snprintf(note, sizeof note,
+               "budget raised from %s to the largest op's working set "
                "(tensors rounded up to %d B)",
                format_bytes(t->peak_live * budget_percent[bi] / 100, b4, sizeof b4), ALIGN_BYTES);
     } else {
@@ -147,7 +148,8 @@ int bench_trace(const trace *t, int quick, int first, trace_summary *sum) {
     }
     if (budget_percent[bi] <= 50) {
       sum->lru_known = 1;
-      if (moved_at[bi][0] == NONE || (moved_at[bi][1] != NONE && moved_at[bi][0] >= moved_at[bi][1]))
+      if (moved_at[bi][0] == NONE ||
+          (moved_at[bi][1] != NONE && moved_at[bi][0] >= moved_at[bi][1]))
         sum->lru_ok = 0;
     }
   }
@@ -173,8 +175,8 @@ int bench_trace(const trace *t, int quick, int first, trace_summary *sum) {
       }
       size_t bad = count_mismatches(t, &run, &base);
       if (bad != 0) {
-        fprintf(stderr, "bench_tiered: %s: prefetch=%d: WRONG: %zu held tensors differ\n",
-                t->name, depth[k], bad);
+        fprintf(stderr, "bench_tiered: %s: prefetch=%d: WRONG: %zu held tensors differ\n", t->name,
+                depth[k], bad);
         rc = 1;
       }
       stall[k] = run.stats.stall_ns;
@@ -198,8 +200,7 @@ int bench_trace(const trace *t, int quick, int first, trace_summary *sum) {
     if (sum->hidden >= 0)
       printf("  copy time hidden by prefetch: %.1f %% (1 - stall with / stall without)\n",
              100.0 * sum->hidden);
-    else
-      printf("  copy time hidden by prefetch: - (no stall without prefetch)\n");
+    else printf("  copy time hidden by prefetch: - (no stall without prefetch)\n");
   }
 
   /* Executor overhead with everything fitting: tensors created and written
@@ -216,8 +217,8 @@ int bench_trace(const trace *t, int quick, int first, trace_summary *sum) {
       }
       size_t bad = count_mismatches(t, &run, &base);
       if (bad != 0) {
-        fprintf(stderr, "bench_tiered: %s: overhead run: WRONG: %zu held tensors differ\n",
-                t->name, bad);
+        fprintf(stderr, "bench_tiered: %s: overhead run: WRONG: %zu held tensors differ\n", t->name,
+                bad);
         rc = 1;
       }
       double us = (run.wall_s * 1e9 - (double)run.kernel_ns) / 1e3 / (double)run.kernels;

@@ -135,8 +135,7 @@ static int jpairs(jcur *c, uint64_t **ids, uint64_t **bytes, size_t *n, size_t *
   if (jchar(c, ']')) return 1;
   for (;;) {
     uint64_t id, b;
-    if (!jchar(c, '[') || !jnumber(c, &id) || !jchar(c, ',') || !jnumber(c, &b) ||
-        !jchar(c, ']'))
+    if (!jchar(c, '[') || !jnumber(c, &id) || !jchar(c, ',') || !jnumber(c, &b) || !jchar(c, ']'))
       return 0;
     if (*n == *cap) {
       *cap = *cap ? *cap * 2 : 16;

@@ -183,8 +183,7 @@ static void parse_options(int argc, char **argv, options *o) {
       continue;
     }
     /* Flags with a value: "--flag V" or "--flag=V". */
-    static const char *const valued[] = {"--strategy", "--config", "--traces", "--only",
-                                         "--jobs"};
+    static const char *const valued[] = {"--strategy", "--config", "--traces", "--only", "--jobs"};
     const char *value = NULL;
     const char *flag =
         match_valued_flag(prog, argc, argv, &i, valued, sizeof valued / sizeof valued[0], &value);
@@ -220,9 +219,9 @@ typedef struct event {
 
 typedef struct trace {
   char *path;
-  char *stem;  /* file name without .csv */
-  char *group; /* parent directory name: "somas", "minimalloc", ... */
-  char *name;  /* group/stem, as printed */
+  char *stem;     /* file name without .csv */
+  char *group;    /* parent directory name: "somas", "minimalloc", ... */
+  char *name;     /* group/stem, as printed */
   size_t count;   /* buffers replayed */
   size_t skipped; /* buffers of size 0 or with lower == upper: nothing to do */
   uint64_t *lower, *upper, *size, *id;
@@ -320,8 +319,7 @@ static int load_trace(const char *path, trace *t, char *err, size_t errlen) {
     if (eol == NULL) eol = end;
     ++lineno;
     const char *line_end = eol;
-    while (line_end > p && (line_end[-1] == '\r' || line_end[-1] == ' ' ||
-                            line_end[-1] == '\t'))
+    while (line_end > p && (line_end[-1] == '\r' || line_end[-1] == ' ' || line_end[-1] == '\t'))
       --line_end;
     if (line_end == p) { /* blank line */
       p = eol + (eol < end);
@@ -343,8 +341,9 @@ static int load_trace(const char *path, trace *t, char *err, size_t errlen) {
     const char *q = p;
     if (!read_field(&q, line_end, &id, 0) || !read_field(&q, line_end, &lower, 0) ||
         !read_field(&q, line_end, &upper, 0) || !read_field(&q, line_end, &size, 1)) {
-      snprintf(err, errlen, "%s:%zu: expected four unsigned integers id,lower,upper,size, got '%.*s'",
-               path, lineno, (int)(line_end - p < 80 ? line_end - p : 80), p);
+      snprintf(err, errlen,
+               "%s:%zu: expected four unsigned integers id,lower,upper,size, got '%.*s'", path,
+               lineno, (int)(line_end - p < 80 ? line_end - p : 80), p);
       free(text);
       return 1;
     }
@@ -421,10 +420,8 @@ static int load_trace(const char *path, trace *t, char *err, size_t errlen) {
   }
   t->group = xstrdup(group);
   t->name = xmalloc(strlen(group) + 1 + blen + 1);
-  if (group[0] != '\0')
-    sprintf(t->name, "%s/%s", group, t->stem);
-  else
-    sprintf(t->name, "%s", t->stem);
+  if (group[0] != '\0') sprintf(t->name, "%s/%s", group, t->stem);
+  else sprintf(t->name, "%s", t->stem);
   return 0;
 }
 
@@ -633,8 +630,7 @@ static int probe_main(const options *o) {
     snprintf(config, sizeof config, "%s", effective);
   s = dao_allocator_destroy(a);
   if (s != DAO_OK) {
-    report("PROBE-ERROR", "dao_allocator_destroy: %s: %s", dao_status_string(s),
-           dao_last_error());
+    report("PROBE-ERROR", "dao_allocator_destroy: %s: %s", dao_status_string(s), dao_last_error());
     return EXIT_ERROR;
   }
   report("PROBE-OK", "%llu %llu %llu %llu %s", (unsigned long long)st.peak_reserved_bytes,
@@ -738,12 +734,12 @@ enum { PHASE_UNLIMITED, PHASE_SEARCH, PHASE_DONE };
 
 typedef struct result {
   int phase;
-  int busy;       /* a child is running for this trace */
-  uint64_t step;  /* search granularity in bytes */
-  uint64_t lo, hi; /* in steps: lo fails (or is below the max load), hi is probed or known ok */
-  int hi_ok;      /* hi is known to run */
-  uint64_t limit; /* MAX_UPPER x max load, in steps */
-  int beyond;     /* failed even at the limit */
+  int busy;          /* a child is running for this trace */
+  uint64_t step;     /* search granularity in bytes */
+  uint64_t lo, hi;   /* in steps: lo fails (or is below the max load), hi is probed or known ok */
+  int hi_ok;         /* hi is known to run */
+  uint64_t limit;    /* MAX_UPPER x max load, in steps */
+  int beyond;        /* failed even at the limit */
   uint64_t capacity; /* (a) */
   uint64_t unlimited_capacity;
   uint64_t peak_reserved, system_allocs, system_frees, peak_allocated; /* (b), (c) */
@@ -949,8 +945,10 @@ int main(int argc, char **argv) {
     source = o.traces;
   }
   if (paths.count == 0) {
-    fprintf(stderr, "%s: no trace files (*.csv) found in %s, %s/somas or %s/minimalloc; "
-            "nothing to do\n", prog, o.traces, o.traces, o.traces);
+    fprintf(stderr,
+            "%s: no trace files (*.csv) found in %s, %s/somas or %s/minimalloc; "
+            "nothing to do\n",
+            prog, o.traces, o.traces, o.traces);
     return o.traces_given ? EXIT_ERROR : EXIT_SKIP; /* the default: not in this checkout */
   }
 
@@ -966,8 +964,7 @@ int main(int argc, char **argv) {
       return EXIT_ERROR;
     }
     int keep = 1;
-    if (o.quick)
-      keep = strcmp(t.group, "minimalloc") == 0 || strcmp(t.stem, "resnet50") == 0;
+    if (o.quick) keep = strcmp(t.group, "minimalloc") == 0 || strcmp(t.stem, "resnet50") == 0;
     if (keep && o.only != NULL) {
       keep = 0;
       for (const char *s = o.only; *s != '\0';) {
@@ -977,10 +974,8 @@ int main(int argc, char **argv) {
         s += len + (comma != NULL);
       }
     }
-    if (keep)
-      traces[ntraces++] = t;
-    else
-      free_trace(&t);
+    if (keep) traces[ntraces++] = t;
+    else free_trace(&t);
     free(paths.items[i]);
   }
   free(paths.items);
@@ -1022,8 +1017,7 @@ int main(int argc, char **argv) {
 
   char why[1024];
   if (strategy_missing(o.strategy, why, sizeof why)) {
-    printf("strategy '%s' is not available in this libdao (%s); nothing to do\n", o.strategy,
-           why);
+    printf("strategy '%s' is not available in this libdao (%s); nothing to do\n", o.strategy, why);
     return EXIT_SKIP;
   }
 
@@ -1104,8 +1098,7 @@ int main(int argc, char **argv) {
         unsigned long long pr, sa, sf, pa;
         int used = 0;
         if (sscanf(ok_line, "PROBE-OK %llu %llu %llu %llu %n", &pr, &sa, &sf, &pa, &used) < 4) {
-          fprintf(stderr, "%s: %s: cannot read the replay's result '%s'\n", prog, t->name,
-                  ok_line);
+          fprintf(stderr, "%s: %s: cannot read the replay's result '%s'\n", prog, t->name, ok_line);
           stop_children(running, nrunning);
           return EXIT_ERROR;
         }
@@ -1128,15 +1121,16 @@ int main(int argc, char **argv) {
                 prog, t->name, cap_text, WTERMSIG(status), msg != NULL ? ": " : "",
                 msg != NULL ? (int)strcspn(msg, "\n") : 0, msg != NULL ? msg : "");
       } else if (unlimited && oom_line != NULL) {
-        fprintf(stderr, "%s: %s: ran out of memory on the unlimited device (%s = %dx the max "
-                "load): %.*s\n", prog, t->name, cap_text, UNLIMITED_FACTOR,
-                (int)strcspn(msg, "\n"), msg);
+        fprintf(stderr,
+                "%s: %s: ran out of memory on the unlimited device (%s = %dx the max "
+                "load): %.*s\n",
+                prog, t->name, cap_text, UNLIMITED_FACTOR, (int)strcspn(msg, "\n"), msg);
       } else if (msg != NULL) {
         fprintf(stderr, "%s: %s: the replay on a SIM device of %s failed (exit status %d): %.*s\n",
                 prog, t->name, cap_text, code, (int)strcspn(msg, "\n"), msg);
       } else {
-        fprintf(stderr, "%s: %s: the replay on a SIM device of %s exited with status %d%s\n",
-                prog, t->name, cap_text, code,
+        fprintf(stderr, "%s: %s: the replay on a SIM device of %s exited with status %d%s\n", prog,
+                t->name, cap_text, code,
                 ok_line != NULL ? " after it reported success (a sanitizer report above?)"
                                 : " and no result");
       }
@@ -1154,8 +1148,8 @@ int main(int argc, char **argv) {
   const double elapsed = now_s() - t0;
 
   /* The table. */
-  printf("\n%-22s %7s %10s %6s %12s %7s %13s %7s %6s  %s\n", "trace", "buffers", "max load",
-         "step", "(a) capacity", "ratio", "(b) reserved", "ratio", "(c)", "targets a b c");
+  printf("\n%-22s %7s %10s %6s %12s %7s %13s %7s %6s  %s\n", "trace", "buffers", "max load", "step",
+         "(a) capacity", "ratio", "(b) reserved", "ratio", "(c)", "targets a b c");
   int any_fine = 0, any_coarse = 0, any_skipped = 0;
   for (size_t i = 0; i < ntraces; ++i) {
     const trace *t = &traces[i];
@@ -1194,12 +1188,13 @@ int main(int argc, char **argv) {
   printf("\n(a) smallest SIM capacity (DAO_SIM_DEVICES=1x<bytes>) on which the replay runs "
          "without\n    DAO_ERR_OUT_OF_MEMORY: binary search from the max load up (first upper "
          "bound %dx, doubled\n    up to %dx) in steps of %s%s%s;\n    ratio: to the max load, "
-         "the largest sum of sizes live at once\n", FIRST_UPPER, MAX_UPPER,
-         any_fine ? "64 KiB (max load < 64 MiB)" : "", any_fine && any_coarse ? " and " : "",
-         any_coarse ? "1 MiB (max load >= 64 MiB)" : "");
+         "the largest sum of sizes live at once\n",
+         FIRST_UPPER, MAX_UPPER, any_fine ? "64 KiB (max load < 64 MiB)" : "",
+         any_fine && any_coarse ? " and " : "", any_coarse ? "1 MiB (max load >= 64 MiB)" : "");
   printf("(b) peak_reserved_bytes of a replay on an unlimited SIM device (%dx the max load, at "
          "least 1 GiB)\n(c) system_alloc_count of that replay: allocations taken from the "
-         "device\n", UNLIMITED_FACTOR);
+         "device\n",
+         UNLIMITED_FACTOR);
   printf("targets (issue 3): (a) <= 1.03x on somas, <= 1.5x on minimalloc; (b) <= 1.15x; (c) at "
          "most PyTorch's\n    policy: resnet50 82, bert_base 139, pangu_2.6B 116. For scale, "
          "PyTorch's (a): 1.054x, 1.005x, 1.056x,\n    2-4x on minimalloc; its (b): up to 1.47x\n");

@@ -127,8 +127,7 @@ static int plain_owner(const plain *p, size_t i) {
   return (int)(p->rem + (i - split) / p->q);
 }
 
-static void plain_init(plain *p, MPI_Comm comm, size_t entries, size_t entry_size,
-                       size_t batch) {
+static void plain_init(plain *p, MPI_Comm comm, size_t entries, size_t entry_size, size_t batch) {
   size_t count;
   memset(p, 0, sizeof *p);
   p->comm = comm;
@@ -198,8 +197,8 @@ static void plain_gather(plain *p, const int64_t *idx, size_t n, unsigned char *
     p->recv_idx = (int64_t *)xmalloc(total * sizeof(int64_t));
     p->reply = (unsigned char *)xmalloc(total * g);
   }
-  MPI_Alltoallv(p->sorted, p->counts, p->displs, MPI_INT64_T, p->recv_idx, p->rcounts,
-                p->rdispls, MPI_INT64_T, p->comm);
+  MPI_Alltoallv(p->sorted, p->counts, p->displs, MPI_INT64_T, p->recv_idx, p->rcounts, p->rdispls,
+                MPI_INT64_T, p->comm);
   for (i = 0; i < total; ++i)
     memcpy(p->reply + i * g, p->part + ((size_t)p->recv_idx[i] - p->first_mine) * g, g);
   for (r = 0; r < p->size; ++r) {
@@ -224,8 +223,8 @@ static int cmp_double(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
-static results run_group(MPI_Comm comm, size_t entries, size_t entry_size, size_t batch,
-                         int iters, int rounds) {
+static results run_group(MPI_Comm comm, size_t entries, size_t entry_size, size_t batch, int iters,
+                         int rounds) {
   results res;
   dao_comm *dc = NULL;
   dao_whole *w[3] = {NULL, NULL, NULL};
@@ -315,17 +314,16 @@ static results run_group(MPI_Comm comm, size_t entries, size_t entry_size, size_
 }
 
 static void usage(const char *prog) {
-  printf(
-      "Usage: mpiexec -n 4 %s [--quick] [--entries N] [--entry-size B] [--batch K]\n"
-      "                          [--iters I] [--rounds R]\n"
-      "Gather throughput of libdao partitioned memory (continuous, chunked, distributed)\n"
-      "against a plain MPI_Alltoallv gather, host memory, for groups of 1, 2 and 4 ranks.\n"
-      "  --entries N     entries in the table (default 1048576; --quick 16384)\n"
-      "  --entry-size B  bytes per entry (default 128)\n"
-      "  --batch K       random indices per rank per iteration (default 65536; --quick 1024)\n"
-      "  --iters I       iterations per timed repetition (default 10; --quick 3)\n"
-      "  --rounds R      repetitions of every row, median reported (default 5; --quick 1)\n",
-      prog);
+  printf("Usage: mpiexec -n 4 %s [--quick] [--entries N] [--entry-size B] [--batch K]\n"
+         "                          [--iters I] [--rounds R]\n"
+         "Gather throughput of libdao partitioned memory (continuous, chunked, distributed)\n"
+         "against a plain MPI_Alltoallv gather, host memory, for groups of 1, 2 and 4 ranks.\n"
+         "  --entries N     entries in the table (default 1048576; --quick 16384)\n"
+         "  --entry-size B  bytes per entry (default 128)\n"
+         "  --batch K       random indices per rank per iteration (default 65536; --quick 1024)\n"
+         "  --iters I       iterations per timed repetition (default 10; --quick 3)\n"
+         "  --rounds R      repetitions of every row, median reported (default 5; --quick 1)\n",
+         prog);
 }
 
 int main(int argc, char **argv) {
@@ -407,12 +405,14 @@ int main(int argc, char **argv) {
         break;
       }
     printf("bench_whole: gather throughput of partitioned host memory over MPI\n");
-    printf("libdao %s, %s, build type %s%s\n", dao_version_string(), lib, DAO_BENCH_BUILD_TYPE,
-           is_optimised_build_type(DAO_BENCH_BUILD_TYPE) ? "" : " (NOT optimised: timings mislead)");
+    printf(
+        "libdao %s, %s, build type %s%s\n", dao_version_string(), lib, DAO_BENCH_BUILD_TYPE,
+        is_optimised_build_type(DAO_BENCH_BUILD_TYPE) ? "" : " (NOT optimised: timings mislead)");
     printf("table: %zu entries x %zu B = %s; %zu random indices per rank per gather; "
            "%d gathers per repetition, median of %d round(s)\n",
-           entries, entry_size, format_bytes((double)entries * (double)entry_size, table, sizeof table),
-           batch, iters, rounds);
+           entries, entry_size,
+           format_bytes((double)entries * (double)entry_size, table, sizeof table), batch, iters,
+           rounds);
     printf("%d process(es) on %s, %ld core(s)%s\n", world_size, host, cores,
            cores > 0 && world_size > cores
                ? ": more ranks than cores, so the larger groups time-share cores"

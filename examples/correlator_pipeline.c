@@ -298,7 +298,8 @@ static void *operate_main(void *arg) {
     if (s == DAO_OK) s = dao_recycle_acquire(flag_pool, WAIT_SECONDS, &flags);
     if (s == DAO_OK) s = dao_recycle_acquire(grid_pool, WAIT_SECONDS, &grid);
     if (s != DAO_OK) {
-      if (s != DAO_ERR_CLOSED) fail(collection, "operate: dao_recycle_acquire", s, dao_last_error());
+      if (s != DAO_ERR_CLOSED)
+        fail(collection, "operate: dao_recycle_acquire", s, dao_last_error());
       release(collection, flags);
       release(collection, vis);
       break;
@@ -373,7 +374,8 @@ static void *writer_main(void *arg) {
       if (job->wrong == 1) printf("  writer: a grid with no valid integration number (%g)\n", tag);
     } else if (seen[n]) {
       ++job->duplicates;
-      if (job->duplicates == 1) printf("  writer: integration %lu arrived twice\n", (unsigned long)n);
+      if (job->duplicates == 1)
+        printf("  writer: integration %lu arrived twice\n", (unsigned long)n);
     } else {
       /* Recompute the whole chain for integration n and compare. */
       fill_visibilities(n, vis);
@@ -384,7 +386,8 @@ static void *writer_main(void *arg) {
         ++job->arrived;
       } else {
         ++job->wrong;
-        if (job->wrong == 1) printf("  writer: the grid of integration %lu is wrong\n", (unsigned long)n);
+        if (job->wrong == 1)
+          printf("  writer: the grid of integration %lu is wrong\n", (unsigned long)n);
       }
     }
     release(collection, grid);
@@ -429,8 +432,8 @@ static void usage(FILE *out, const char *prog) {
 
 static int add_pool(dao_collection *collection, const char *name, dao_place place,
                     size_t element_size, int ndim, const size_t *shape, size_t max_buffers) {
-  dao_status s = dao_collection_add(collection, name, place, element_size, ndim, shape,
-                                    max_buffers, 0, NULL, NULL);
+  dao_status s = dao_collection_add(collection, name, place, element_size, ndim, shape, max_buffers,
+                                    0, NULL, NULL);
   if (s != DAO_OK) {
     printf("dao_collection_add(\"%s\"): %s: %s\n", name, dao_status_string(s), dao_last_error());
     return 0;
@@ -605,7 +608,6 @@ int main(int argc, char **argv) {
     printf("\n%d error%s; the first: %s\n", errors, errors == 1 ? "" : "s", first_error);
     ok = 0;
   }
-  printf("%s\n", ok ? "OK: every integration arrived once, with the right content"
-                    : "FAILED");
+  printf("%s\n", ok ? "OK: every integration arrived once, with the right content" : "FAILED");
   return ok ? EXIT_SUCCESS : EXIT_FAILURE;
 }

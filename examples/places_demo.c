@@ -93,8 +93,8 @@ static void tour_device(dao_place place) {
 
   s = dao_place_memory_info(place, &free_bytes, &total_bytes);
   if (s != DAO_OK) fail("dao_place_memory_info", s);
-  printf("  %s:%d: %s total, %s free\n", kind, place.device,
-         human(total_bytes, b1, sizeof b1), human(free_bytes, b2, sizeof b2));
+  printf("  %s:%d: %s total, %s free\n", kind, place.device, human(total_bytes, b1, sizeof b1),
+         human(free_bytes, b2, sizeof b2));
 
   before = used_on(place);
   for (i = 0; i < NBLOCKS; ++i) {
@@ -150,8 +150,7 @@ static void tour_places(void) {
       fail("dao_place_device_count", s);
       continue;
     }
-    printf("%d device%s (%s)\n", count, count == 1 ? "" : "s",
-           dao_place_backend_description(kind));
+    printf("%d device%s (%s)\n", count, count == 1 ? "" : "s", dao_place_backend_description(kind));
     if (count == 0) {
       /* Ask anyway: the answer says why there is nothing here. */
       dao_place place;
@@ -217,8 +216,8 @@ static void tour_allocator(void) {
   }
   s = dao_allocator_info(a, NULL, &strategy, &effective);
   if (s != DAO_OK) fail("dao_allocator_info", s);
-  printf("  %s on %s:%d, config \"%s\"\n", strategy, dao_place_kind_name(place.kind),
-         place.device, config);
+  printf("  %s on %s:%d, config \"%s\"\n", strategy, dao_place_kind_name(place.kind), place.device,
+         config);
   printf("  effective config: %s\n", effective);
 
   /* Sixteen blocks of 256 KiB fill the 4 MiB pool exactly. */

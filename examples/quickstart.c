@@ -9,7 +9,7 @@ int main(void) {
     const char *kind = dao_place_kind_name(places[i].kind);
     void *p = NULL;
     dao_status s = dao_alloc(places[i], 1 << 20, &p); /* 1 MiB, 256-byte aligned */
-    if (s != DAO_OK) { /* for example no GPU on this machine */
+    if (s != DAO_OK) {                                /* for example no GPU on this machine */
       printf("%s: %s: %s\n", kind, dao_status_string(s), dao_last_error());
       failed |= s != DAO_ERR_NO_DEVICE;
       continue;

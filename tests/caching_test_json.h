@@ -38,7 +38,7 @@ typedef struct json_doc {
 } json_doc;
 
 static inline int json_value(json_doc *d, enum json_context ctx, const char *key, char *str_out,
-                      size_t str_cap, uint64_t *num_out);
+                             size_t str_cap, uint64_t *num_out);
 
 static inline void json_ws(json_doc *d) {
   while (d->pos < d->len && (d->s[d->pos] == ' ' || d->s[d->pos] == '\t' || d->s[d->pos] == '\n' ||
@@ -68,30 +68,14 @@ static inline int json_string(json_doc *d, char *out, size_t cap) {
       if (d->pos >= d->len) return 0;
       c = (unsigned char)d->s[d->pos++];
       switch (c) {
-        case '"':
-          decoded = '"';
-          break;
-        case '\\':
-          decoded = '\\';
-          break;
-        case '/':
-          decoded = '/';
-          break;
-        case 'b':
-          decoded = '\b';
-          break;
-        case 'f':
-          decoded = '\f';
-          break;
-        case 'n':
-          decoded = '\n';
-          break;
-        case 'r':
-          decoded = '\r';
-          break;
-        case 't':
-          decoded = '\t';
-          break;
+        case '"': decoded = '"'; break;
+        case '\\': decoded = '\\'; break;
+        case '/': decoded = '/'; break;
+        case 'b': decoded = '\b'; break;
+        case 'f': decoded = '\f'; break;
+        case 'n': decoded = '\n'; break;
+        case 'r': decoded = '\r'; break;
+        case 't': decoded = '\t'; break;
         case 'u': {
           int k;
           for (k = 0; k < 4; ++k)
@@ -99,8 +83,7 @@ static inline int json_string(json_doc *d, char *out, size_t cap) {
           decoded = '?';
           break;
         }
-        default:
-          return 0;
+        default: return 0;
       }
     } else {
       decoded = (char)c;
@@ -243,7 +226,7 @@ static inline int json_array(json_doc *d, enum json_context ctx) {
 }
 
 static inline int json_value(json_doc *d, enum json_context ctx, const char *key, char *str_out,
-                      size_t str_cap, uint64_t *num_out) {
+                             size_t str_cap, uint64_t *num_out) {
   int ok;
   (void)key;
   json_ws(d);
@@ -253,24 +236,12 @@ static inline int json_value(json_doc *d, enum json_context ctx, const char *key
     case '{':
       ok = json_object(d, ctx == JSON_SEGMENTS || ctx == JSON_BLOCKS ? JSON_ANY : ctx);
       break;
-    case '[':
-      ok = json_array(d, ctx);
-      break;
-    case '"':
-      ok = json_string(d, str_out, str_cap);
-      break;
-    case 't':
-      ok = json_literal(d, "true");
-      break;
-    case 'f':
-      ok = json_literal(d, "false");
-      break;
-    case 'n':
-      ok = json_literal(d, "null");
-      break;
-    default:
-      ok = json_number(d, num_out);
-      break;
+    case '[': ok = json_array(d, ctx); break;
+    case '"': ok = json_string(d, str_out, str_cap); break;
+    case 't': ok = json_literal(d, "true"); break;
+    case 'f': ok = json_literal(d, "false"); break;
+    case 'n': ok = json_literal(d, "null"); break;
+    default: ok = json_number(d, num_out); break;
   }
   --d->depth;
   return ok;

@@ -345,7 +345,7 @@ static inline void free_snap(snap *s) {
 
 /* The block that starts at `p`, or NULL; `segment` receives its segment. */
 static inline const dao_block_info *find_block(const snap *s, const void *p,
-                                        const snap_segment **segment) {
+                                               const snap_segment **segment) {
   size_t i, j;
   for (i = 0; i < s->count; ++i)
     for (j = 0; j < s->segments[i].info.block_count; ++j)

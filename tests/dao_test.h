@@ -16,30 +16,29 @@
 
 /* Asserts that `expr` returns `expected`; on mismatch prints both statuses
  * and the library's message, so a failure explains itself. */
-#define assert_status(expr, expected)                                         \
-  do {                                                                        \
-    dao_status dao_got_ = (expr);                                             \
-    dao_status dao_want_ = (expected);                                        \
-    if (dao_got_ != dao_want_) {                                              \
-      print_error("%s:%d: %s returned %d (%s), expected %d (%s); last error: %s\n", \
-                  __FILE__, __LINE__, #expr, (int)dao_got_,                   \
-                  dao_status_string(dao_got_), (int)dao_want_,                \
-                  dao_status_string(dao_want_), dao_last_error());            \
-      fail();                                                                 \
-    }                                                                         \
+#define assert_status(expr, expected)                                                          \
+  do {                                                                                         \
+    dao_status dao_got_ = (expr);                                                              \
+    dao_status dao_want_ = (expected);                                                         \
+    if (dao_got_ != dao_want_) {                                                               \
+      print_error("%s:%d: %s returned %d (%s), expected %d (%s); last error: %s\n", __FILE__,  \
+                  __LINE__, #expr, (int)dao_got_, dao_status_string(dao_got_), (int)dao_want_, \
+                  dao_status_string(dao_want_), dao_last_error());                             \
+      fail();                                                                                  \
+    }                                                                                          \
   } while (0)
 
 #define assert_ok(expr) assert_status((expr), DAO_OK)
 
 /* Asserts a failing status AND a non-empty message that contains `needle`. */
-#define assert_failure_mentions(expr, expected, needle)                       \
-  do {                                                                        \
-    assert_status((expr), (expected));                                        \
-    if (strstr(dao_last_error(), (needle)) == NULL) {                         \
-      print_error("%s:%d: message '%s' does not mention '%s'\n", __FILE__,    \
-                  __LINE__, dao_last_error(), (needle));                      \
-      fail();                                                                 \
-    }                                                                         \
+#define assert_failure_mentions(expr, expected, needle)                              \
+  do {                                                                               \
+    assert_status((expr), (expected));                                               \
+    if (strstr(dao_last_error(), (needle)) == NULL) {                                \
+      print_error("%s:%d: message '%s' does not mention '%s'\n", __FILE__, __LINE__, \
+                  dao_last_error(), (needle));                                       \
+      fail();                                                                        \
+    }                                                                                \
   } while (0)
 
 static inline int dao_test_is_aligned(const void *p, size_t alignment) {

@@ -78,9 +78,8 @@ static void alloc_bad_input(void **state) {
                           "allocator");
   assert_null(p); /* set to NULL on failure */
   assert_failure_mentions(dao_allocator_alloc(a, 16, NULL, NULL), DAO_ERR_INVALID_ARGUMENT, "ptr");
-  assert_failure_mentions(
-      dao_allocator_alloc((dao_allocator *)not_a_handle, 16, NULL, &p), DAO_ERR_INVALID_ARGUMENT,
-      "not a live dao_allocator");
+  assert_failure_mentions(dao_allocator_alloc((dao_allocator *)not_a_handle, 16, NULL, &p),
+                          DAO_ERR_INVALID_ARGUMENT, "not a live dao_allocator");
   /* size 0: nothing, NULL, success */
   p = (void *)&p;
   assert_ok(dao_allocator_alloc(a, 0, NULL, &p));
@@ -225,7 +224,8 @@ static void stats_struct_size_contract(void **state) {
   assert_ok(dao_allocator_get_stats(a, &bigger.stats));
   assert_int_equal(bigger.stats.struct_size, sizeof bigger);
   assert_int_equal(bigger.stats.live_blocks, 0);
-  for (i = sizeof(dao_allocator_stats); i < sizeof bigger; ++i) assert_int_equal(bigger.bytes[i], 0);
+  for (i = sizeof(dao_allocator_stats); i < sizeof bigger; ++i)
+    assert_int_equal(bigger.bytes[i], 0);
   assert_ok(dao_allocator_destroy(a));
 }
 

@@ -99,7 +99,8 @@ int main(int argc, char **argv) {
   if (strcmp(mode, "caching_classic") == 0) {
     dao_allocator *a = NULL;
     char *p, *keep;
-    if (dao_allocator_create(dao_place_sim(0), "caching", "expandable_segments=false", &a) != DAO_OK)
+    if (dao_allocator_create(dao_place_sim(0), "caching", "expandable_segments=false", &a) !=
+        DAO_OK)
       return 2;
     keep = alloc_or_die(a, 4096);
     p = alloc_or_die(a, 1000);

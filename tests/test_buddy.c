@@ -62,14 +62,13 @@ static void random_sequence_keeps_invariants(void **state) {
       --live;
     } else {
       /* sizes log-spread from 1 B to 2 MiB (some above the 1 MiB chunk) */
-      size_t size = ((size_t)1 << (dao_test_rand(&rng) % 22)) + (size_t)(dao_test_rand(&rng) % 1000);
+      size_t size =
+          ((size_t)1 << (dao_test_rand(&rng) % 22)) + (size_t)(dao_test_rand(&rng) % 1000);
       assert_ok(dao_allocator_alloc(a, size, NULL, &b->ptr));
       assert_true(dao_test_is_aligned(b->ptr, 256));
       assert_ok(dao_allocator_usable_size(a, b->ptr, &b->usable));
-      if (size <= MIB)
-        assert_int_equal(b->usable, next_power_of_two(size));
-      else
-        assert_int_equal(b->usable, size); /* served straight by the system */
+      if (size <= MIB) assert_int_equal(b->usable, next_power_of_two(size));
+      else assert_int_equal(b->usable, size); /* served straight by the system */
       b->size = size;
       b->seed = (unsigned)step;
       dao_test_fill(b->ptr, size, b->seed);
@@ -112,7 +111,8 @@ static void buddies_merge_back(void **state) {
   int i;
   dao_allocator_stats s;
   (void)state;
-  assert_ok(dao_allocator_create(dao_place_cpu(), "buddy", "chunk_size=1MiB,initial_pool=1MiB", &a));
+  assert_ok(
+      dao_allocator_create(dao_place_cpu(), "buddy", "chunk_size=1MiB,initial_pool=1MiB", &a));
   s = dao_test_stats(a);
   assert_int_equal(s.reserved_bytes, MIB);
   assert_int_equal(s.largest_free_block, MIB);
@@ -223,7 +223,8 @@ static void nearly_full_device_is_still_usable(void **state) {
   assert_ok(dao_allocator_alloc(a, MIB, NULL, &mid));
   assert_ok(dao_place_memory_info(dao_place_sim(1), &free_bytes, &total));
   assert_int_equal(free_bytes, 0);
-  assert_failure_mentions(dao_allocator_alloc(a, 256, NULL, &small), DAO_ERR_OUT_OF_MEMORY, "sim:1");
+  assert_failure_mentions(dao_allocator_alloc(a, 256, NULL, &small), DAO_ERR_OUT_OF_MEMORY,
+                          "sim:1");
   assert_non_null(strstr(dao_last_error(), "capacity of 3.0 MiB"));
   assert_ok(dao_allocator_free(a, mid));
   assert_ok(dao_allocator_alloc(a, 256, NULL, &small)); /* recovered */
@@ -239,7 +240,8 @@ static void initial_pool_is_reserved_or_nothing(void **state) {
   size_t free_bytes = 0, total = 0;
   dao_allocator_stats s;
   (void)state;
-  assert_ok(dao_allocator_create(dao_place_cpu(), "buddy", "chunk_size=1MiB,initial_pool=3MiB", &a));
+  assert_ok(
+      dao_allocator_create(dao_place_cpu(), "buddy", "chunk_size=1MiB,initial_pool=3MiB", &a));
   s = dao_test_stats(a);
   assert_int_equal(s.reserved_bytes, 3 * MIB);
   assert_int_equal(s.system_alloc_count, 3);

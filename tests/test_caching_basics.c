@@ -40,10 +40,8 @@ static void rounding_and_pools(void **state) {
       p[i] = alloc_ok(a, cases[i].ask, NULL);
       assert_int_equal(usable(a, p[i]), cases[i].want);
       assert_int_equal(expected_round(cases[i].ask, 0), cases[i].want);
-      if (cases[i].want <= MIB)
-        small += cases[i].want;
-      else
-        large += cases[i].want;
+      if (cases[i].want <= MIB) small += cases[i].want;
+      else large += cases[i].want;
     }
     /* blocks count in the pool of their size in both modes */
     assert_int_equal(get_stat(a, DAO_STAT_ALLOCATED_BYTES, DAO_STAT_POOL_SMALL).current, small);

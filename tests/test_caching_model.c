@@ -201,11 +201,11 @@ static void check_snapshot_invariants(const snap *s, const model *m, int expanda
           assert_true(b->requested_size <= MIB);
         } else {
           if (b->size <= MIB) {
-            print_error(
-                "block %p of %zu B (asked %zu) on stream %p in a large-pool segment %p+%zu "
-                "(stream %p, expandable %d, %zu blocks)\n",
-                (void *)b->address, b->size, b->requested_size, (void *)b->stream,
-                (void *)in->address, in->size, (void *)in->stream, in->expandable, in->block_count);
+            print_error("block %p of %zu B (asked %zu) on stream %p in a large-pool segment %p+%zu "
+                        "(stream %p, expandable %d, %zu blocks)\n",
+                        (void *)b->address, b->size, b->requested_size, (void *)b->stream,
+                        (void *)in->address, in->size, (void *)in->stream, in->expandable,
+                        in->block_count);
           }
           assert_true(b->size > MIB);
         }

@@ -54,7 +54,7 @@ class paged_resource final : public system_resource {
     unmaps.emplace_back(reinterpret_cast<std::uintptr_t>(addr) - base, bytes);
   }
 
-  std::uintptr_t base = 0;                                 // of the one reservation
+  std::uintptr_t base = 0;                                  // of the one reservation
   std::vector<std::pair<std::size_t, std::size_t>> unmaps;  // offset, bytes
 };
 

@@ -75,9 +75,8 @@ static void trim_gives_back_what_is_unused(void **state) {
    releases the cache (caching.cpp collect_garbage()), so it does not need
    the out-of-memory ladder's retry. */
 static void garbage_collection_classic(void **state) {
-  dao_allocator *a = make(big_place(),
-                          "expandable_segments=false,garbage_collection_threshold=0.5,"
-                          "max_pool=4MiB");
+  dao_allocator *a = make(big_place(), "expandable_segments=false,garbage_collection_threshold=0.5,"
+                                       "max_pool=4MiB");
   void *s1, *a1, *s2, *s3;
   dao_allocator_stats st;
   snap s;
@@ -146,10 +145,9 @@ static void garbage_collection_expandable(void **state) {
   assert_int_equal(dao_test_stats(a).alloc_retry_count, 0);
   /* the hole was given back before growing: not ~before + 3 MiB */
   if (after > (int64_t)(in_use + in_use / 16 + page_size())) {
-    print_error(
-        "reserved went from %lld to %lld bytes: the cached 2.5 MiB was not collected "
-        "(in use: %zu)\n",
-        (long long)before, (long long)after, in_use);
+    print_error("reserved went from %lld to %lld bytes: the cached 2.5 MiB was not collected "
+                "(in use: %zu)\n",
+                (long long)before, (long long)after, in_use);
     fail();
   }
   assert_ok(dao_allocator_free(a, s1));

@@ -65,8 +65,9 @@ static void refuses_malformed_configs(void **state) {
     dao_allocator *a = sentinel;
     dao_status s = dao_allocator_create(dao_place_cpu(), "buddy", bad[i].config, &a);
     if (s != DAO_ERR_INVALID_ARGUMENT || strstr(dao_last_error(), bad[i].mentions) == NULL) {
-      print_error("config '%s': status %s, message '%s', expected invalid argument mentioning '%s'\n",
-                  bad[i].config, dao_status_string(s), dao_last_error(), bad[i].mentions);
+      print_error(
+          "config '%s': status %s, message '%s', expected invalid argument mentioning '%s'\n",
+          bad[i].config, dao_status_string(s), dao_last_error(), bad[i].mentions);
       fail();
     }
     assert_ptr_equal(a, sentinel); /* out-parameter untouched */

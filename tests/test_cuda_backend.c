@@ -299,8 +299,7 @@ static void test_fake_memory_info(void **state) {
     if (fake_places[i].fake_device >= 0) {
       /* cuMemGetInfo of the place's own device. */
       assert_int_equal(total_bytes, device_capacity);
-      assert_int_equal(free_bytes,
-                       device_capacity - fake.used(fake_places[i].fake_device));
+      assert_int_equal(free_bytes, device_capacity - fake.used(fake_places[i].fake_device));
     } else {
       assert_true(total_bytes > 0); /* host physical memory */
     }
@@ -366,8 +365,7 @@ static void test_fake_allocators(void **state) {
       void *ptrs[sizeof sizes / sizeof sizes[0]];
       const int other = fake_places[i].fake_device == 1 ? 0 : 1;
       int dummy;
-      assert_int_equal(dao_allocator_create(fake_places[i].place, strategies[s], NULL, &a),
-                       DAO_OK);
+      assert_int_equal(dao_allocator_create(fake_places[i].place, strategies[s], NULL, &a), DAO_OK);
       for (k = 0; k < sizeof sizes / sizeof sizes[0]; ++k) {
         assert_int_equal(dao_allocator_alloc(a, sizes[k], DAO_STREAM_DEFAULT, &ptrs[k]), DAO_OK);
         assert_non_null(ptrs[k]);
@@ -405,10 +403,8 @@ static void exhaust(dao_place place, const char *strategy, const char *config) {
   dao_status s = DAO_OK;
   const size_t block = 4 * MiB;
   char name[32];
-  if (place.kind == DAO_PLACE_CUDA_PINNED)
-    snprintf(name, sizeof name, "cuda_pinned");
-  else
-    snprintf(name, sizeof name, "%s:%d", dao_place_kind_name(place.kind), place.device);
+  if (place.kind == DAO_PLACE_CUDA_PINNED) snprintf(name, sizeof name, "cuda_pinned");
+  else snprintf(name, sizeof name, "%s:%d", dao_place_kind_name(place.kind), place.device);
 
   assert_int_equal(dao_allocator_create(place, strategy, config, &a), DAO_OK);
   while (n < kMax) {
@@ -938,7 +934,8 @@ static void test_fake_caching_exhaustion(void **state) {
     size_t n = 0, k, used;
     dao_status s = DAO_OK;
     assert_int_equal(dao_allocator_create(place, "caching", NULL, &a), DAO_OK);
-    while (n < kMax && (s = dao_allocator_alloc(a, block, DAO_STREAM_DEFAULT, &ptrs[n])) == DAO_OK) {
+    while (n < kMax &&
+           (s = dao_allocator_alloc(a, block, DAO_STREAM_DEFAULT, &ptrs[n])) == DAO_OK) {
       fill(ptrs[n], 4096, (unsigned)n);
       ++n;
     }
@@ -1386,15 +1383,13 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_fake_retained_once),
     };
     expect_vmm = strcmp(mode, "fake") == 0;
-    return cmocka_run_group_tests_name(expect_vmm ? "cuda_backend_fake" : "cuda_backend_fake_no_vmm",
-                                       tests, setup_fake, NULL);
+    return cmocka_run_group_tests_name(
+        expect_vmm ? "cuda_backend_fake" : "cuda_backend_fake_no_vmm", tests, setup_fake, NULL);
   }
   if (strcmp(mode, "driver") == 0) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_driver_counts_agree),
-        cmocka_unit_test(test_driver_alloc_free),
-        cmocka_unit_test(test_driver_out_of_memory),
-        cmocka_unit_test(test_driver_streams),
+        cmocka_unit_test(test_driver_counts_agree),  cmocka_unit_test(test_driver_alloc_free),
+        cmocka_unit_test(test_driver_out_of_memory), cmocka_unit_test(test_driver_streams),
         cmocka_unit_test(test_driver_caching),
     };
     return cmocka_run_group_tests_name("cuda_backend_driver", tests, setup_driver, NULL);

@@ -85,8 +85,8 @@ struct outcome {
 // trim, and on a stream a cross-stream use. Failures are allowed (the
 // request is skipped) but must be OUT_OF_MEMORY (or BACKEND for a copy)
 // with a message; everything that succeeded must stay intact.
-outcome run_allocator_workload(const allocator_case& c, std::vector<block>& live,
-                               dao_allocator* a, dao_stream stream) {
+outcome run_allocator_workload(const allocator_case& c, std::vector<block>& live, dao_allocator* a,
+                               dao_stream stream) {
   outcome out;
   std::uint64_t rng = 12345;
   for (int step = 0; step < 90; ++step) {
@@ -320,8 +320,7 @@ dao_status tiered_kernel(void* user_data, void* const* inputs, size_t input_coun
   if (input_count != 2 || output_count != 1) return DAO_ERR_INTERNAL;
   const int k = static_cast<const kernel_arg*>(user_data)->index;
   compute(static_cast<const std::uint32_t*>(inputs[0]),
-          static_cast<const std::uint32_t*>(inputs[1]), static_cast<std::uint32_t*>(outputs[0]),
-          k);
+          static_cast<const std::uint32_t*>(inputs[1]), static_cast<std::uint32_t*>(outputs[0]), k);
   return DAO_OK;
 }
 
@@ -342,8 +341,8 @@ bool run_tiered_case(const char* config) {
   assert_int_equal(dao_allocator_trim(host_default, nullptr), DAO_OK);
   const std::size_t baseline = sim_free(0);
   dao_tiered* pool = nullptr;
-  dao_status s = dao_tiered_create(dao_place_sim(0), dao_place_cpu(), 3 * kTensorBytes, config,
-                                   &pool);
+  dao_status s =
+      dao_tiered_create(dao_place_sim(0), dao_place_cpu(), 3 * kTensorBytes, config, &pool);
   if (s != DAO_OK) {
     assert_int_equal(s, DAO_ERR_OUT_OF_MEMORY);
     assert_true(std::strlen(dao_last_error()) > 0);

@@ -56,10 +56,18 @@ static void parse_size_units(void**) {
   struct row {
     const char* text;
     std::size_t value;
-  } rows[] = {{"0", 0},           {"4096", 4096},         {"1B", 1},
-              {"1K", 1024},       {"1KB", 1024},          {"1KiB", 1024},
-              {"2m", 2u << 20},   {"2MiB", 2u << 20},     {"3GiB", std::size_t(3) << 30},
-              {"1TiB", std::size_t(1) << 40}, {" 5 MiB ", 5u << 20}, {"1.5KiB", 1536},
+  } rows[] = {{"0", 0},
+              {"4096", 4096},
+              {"1B", 1},
+              {"1K", 1024},
+              {"1KB", 1024},
+              {"1KiB", 1024},
+              {"2m", 2u << 20},
+              {"2MiB", 2u << 20},
+              {"3GiB", std::size_t(3) << 30},
+              {"1TiB", std::size_t(1) << 40},
+              {" 5 MiB ", 5u << 20},
+              {"1.5KiB", 1536},
               {"0.25MiB", 1u << 18}};
   for (const row& r : rows) assert_int_equal(parse_size(r.text, "test"), r.value);
   for (const char* bad : {"", "MiB", "-1", "1.2.3", "1 XiB", "1e6", "18446744073709551616",
@@ -122,8 +130,8 @@ static void sim_devices_strings(void**) {
   assert_true(parse_sim_devices(" 3X1GiB , 64MiB ") == (v{GiB, GiB, GiB, 64 * MiB}));
   assert_true(parse_sim_devices("0").empty());
   assert_true(parse_sim_devices("4096") == (v{4096}));
-  for (const char* bad : {"", ",", "2x", "x1GiB", "0x1GiB", "2x0", "1GiB,,2GiB", "abc",
-                          "65x1MiB", "1000x1MiB", "2y1GiB", "-1x1GiB"}) {
+  for (const char* bad : {"", ",", "2x", "x1GiB", "0x1GiB", "2x0", "1GiB,,2GiB", "abc", "65x1MiB",
+                          "1000x1MiB", "2y1GiB", "-1x1GiB"}) {
     bool threw = false;
     try {
       parse_sim_devices(bad);

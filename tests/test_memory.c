@@ -78,7 +78,8 @@ static void bad_places(void **state) {
   assert_status(dao_used(bad_kind, &used), DAO_ERR_INVALID_ARGUMENT);
   assert_status(dao_alloc(dao_place_sim(-1), 16, &p), DAO_ERR_INVALID_ARGUMENT);
   assert_failure_mentions(dao_alloc(dao_place_sim(2), 16, &p), DAO_ERR_NO_DEVICE, "sim device 2");
-  assert_failure_mentions(dao_alloc(dao_place_sim(1000), 16, &p), DAO_ERR_NO_DEVICE, "sim device 1000");
+  assert_failure_mentions(dao_alloc(dao_place_sim(1000), 16, &p), DAO_ERR_NO_DEVICE,
+                          "sim device 1000");
   assert_status(dao_used(dao_place_sim(7), &used), DAO_ERR_NO_DEVICE);
   assert_status(dao_free(dao_place_sim(7), NULL), DAO_ERR_NO_DEVICE);
   assert_failure_mentions(dao_alloc((dao_place){DAO_PLACE_CPU, 1}, 16, &p), DAO_ERR_NO_DEVICE,
@@ -115,7 +116,8 @@ static void bad_frees_change_nothing(void **state) {
   dao_test_fill(on_sim, 1000, 6);
   assert_ok(dao_used(dao_place_cpu(), &used_before));
 
-  assert_failure_mentions(dao_free(dao_place_cpu(), foreign), DAO_ERR_INVALID_POINTER, "not a live");
+  assert_failure_mentions(dao_free(dao_place_cpu(), foreign), DAO_ERR_INVALID_POINTER,
+                          "not a live");
   assert_status(dao_free(dao_place_cpu(), (char *)p + 512), DAO_ERR_INVALID_POINTER);
   assert_status(dao_free(dao_place_cpu(), on_sim), DAO_ERR_INVALID_POINTER); /* wrong place */
   assert_status(dao_free(dao_place_sim(1), on_sim), DAO_ERR_INVALID_POINTER);
@@ -183,7 +185,8 @@ static void defaults_by_kind(void **state) {
 static void defaults_are_system(void **state) {
   int k;
   (void)state;
-  for (k = 0; k < DAO_PLACE_KIND_COUNT; ++k) expect_default_strategy((dao_place_kind)k, "system", "");
+  for (k = 0; k < DAO_PLACE_KIND_COUNT; ++k)
+    expect_default_strategy((dao_place_kind)k, "system", "");
 }
 
 static void defaults_per_kind(void **state) {

@@ -59,7 +59,7 @@ static int setup(void **state) {
 #endif
 #endif
 
-static int counting;           /* read and written with __atomic builtins */
+static int counting; /* read and written with __atomic builtins */
 static unsigned long allocations;
 static unsigned long deallocations;
 
@@ -132,8 +132,8 @@ static const size_t shape_1d[1] = {1024};
 static dao_recycle_pool *make_pool(dao_place place, size_t max_buffers, size_t preallocate,
                                    const char *config) {
   dao_recycle_pool *pool = NULL;
-  assert_ok(dao_recycle_create(place, sizeof(float), 1, shape_1d, max_buffers, preallocate,
-                               config, &pool));
+  assert_ok(dao_recycle_create(place, sizeof(float), 1, shape_1d, max_buffers, preallocate, config,
+                               &pool));
   assert_non_null(pool);
   return pool;
 }
@@ -340,8 +340,8 @@ static void create_and_describe(void **state) {
   /* DAO_RECYCLE_MAX_DIMS dimensions. */
   {
     const size_t eight[DAO_RECYCLE_MAX_DIMS] = {2, 2, 2, 2, 2, 2, 2, 2};
-    assert_ok(dao_recycle_create(dao_place_cpu(), 2, DAO_RECYCLE_MAX_DIMS, eight, 1, 1, NULL,
-                                 &pool));
+    assert_ok(
+        dao_recycle_create(dao_place_cpu(), 2, DAO_RECYCLE_MAX_DIMS, eight, 1, 1, NULL, &pool));
     b = acquire_now(pool);
     assert_ok(dao_buffer_size(b, NULL, &bytes));
     assert_int_equal(bytes, 2 * 256);
@@ -363,15 +363,15 @@ static void sim_out_of_memory(void **state) {
   dao_status st;
   (void)state;
 
-  assert_failure_mentions(dao_recycle_create(small_sim(), sizeof(float), 1, mib_floats, 8, 8,
-                                             NULL, &pool),
-                          DAO_ERR_OUT_OF_MEMORY, "could not make buffer");
+  assert_failure_mentions(
+      dao_recycle_create(small_sim(), sizeof(float), 1, mib_floats, 8, 8, NULL, &pool),
+      DAO_ERR_OUT_OF_MEMORY, "could not make buffer");
   assert_ptr_equal(pool, SENTINEL_POOL);
   assert_int_equal(used_on(small_sim()), before);
 
   /* Lazily: acquire until the device is full. */
-  assert_ok(dao_recycle_create(small_sim(), sizeof(float), 1, mib_floats, 8, 0, "name=small",
-                               &pool));
+  assert_ok(
+      dao_recycle_create(small_sim(), sizeof(float), 1, mib_floats, 8, 0, "name=small", &pool));
   for (;;) {
     st = dao_recycle_acquire(pool, 0, &b);
     if (st != DAO_OK) break;
@@ -444,8 +444,7 @@ static void pool_functions_bad_input(void **state) {
   assert_status(dao_recycle_get_stats(GARBAGE_POOL, &s), DAO_ERR_INVALID_ARGUMENT);
   assert_status(dao_recycle_get_stats(pool, NULL), DAO_ERR_INVALID_ARGUMENT);
   s.struct_size = sizeof s - 1;
-  assert_failure_mentions(dao_recycle_get_stats(pool, &s), DAO_ERR_INVALID_ARGUMENT,
-                          "struct_size");
+  assert_failure_mentions(dao_recycle_get_stats(pool, &s), DAO_ERR_INVALID_ARGUMENT, "struct_size");
   s.struct_size = 0;
   assert_status(dao_recycle_get_stats(pool, &s), DAO_ERR_INVALID_ARGUMENT);
   assert_status(dao_recycle_destroy(NULL), DAO_ERR_INVALID_ARGUMENT);
@@ -1072,10 +1071,9 @@ static void collections(void **state) {
 
   assert_failure_mentions(dao_collection_find(c, "visibilities", &found), DAO_ERR_NOT_FOUND,
                           "no pools");
-  assert_ok(dao_collection_add(c, "visibilities", dao_place_cpu(), 8, 3, vis_shape, 4, 2, NULL,
-                               &vis));
-  assert_ok(dao_collection_add(c, "flags", big_sim(), 1, 2, flag_shape, 4, 0, "spin=10",
-                               &flags));
+  assert_ok(
+      dao_collection_add(c, "visibilities", dao_place_cpu(), 8, 3, vis_shape, 4, 2, NULL, &vis));
+  assert_ok(dao_collection_add(c, "flags", big_sim(), 1, 2, flag_shape, 4, 0, "spin=10", &flags));
   assert_ok(dao_collection_add(c, "gains", dao_place_cpu(), 16, 1, gain_shape, 2, 0, NULL,
                                NULL)); /* out may be NULL */
   assert_non_null(vis);
@@ -1094,37 +1092,33 @@ static void collections(void **state) {
 
   /* Bad input. */
   found = SENTINEL_POOL;
-  assert_failure_mentions(dao_collection_add(c, "flags", dao_place_cpu(), 1, 1, gain_shape, 1,
-                                             0, NULL, &found),
-                          DAO_ERR_INVALID_ARGUMENT, "already has a pool named 'flags'");
+  assert_failure_mentions(
+      dao_collection_add(c, "flags", dao_place_cpu(), 1, 1, gain_shape, 1, 0, NULL, &found),
+      DAO_ERR_INVALID_ARGUMENT, "already has a pool named 'flags'");
   assert_status(dao_collection_add(c, "", dao_place_cpu(), 1, 1, gain_shape, 1, 0, NULL, &found),
                 DAO_ERR_INVALID_ARGUMENT);
+  assert_status(dao_collection_add(c, NULL, dao_place_cpu(), 1, 1, gain_shape, 1, 0, NULL, &found),
+                DAO_ERR_INVALID_ARGUMENT);
+  assert_status(dao_collection_add(c, "bad", dao_place_cpu(), 0, 1, gain_shape, 1, 0, NULL, &found),
+                DAO_ERR_INVALID_ARGUMENT);
   assert_status(
-      dao_collection_add(c, NULL, dao_place_cpu(), 1, 1, gain_shape, 1, 0, NULL, &found),
+      dao_collection_add(c, "bad", dao_place_cpu(), 1, 1, gain_shape, 1, 0, "x=1", &found),
       DAO_ERR_INVALID_ARGUMENT);
-  assert_status(dao_collection_add(c, "bad", dao_place_cpu(), 0, 1, gain_shape, 1, 0, NULL,
-                                   &found),
-                DAO_ERR_INVALID_ARGUMENT);
-  assert_status(dao_collection_add(c, "bad", dao_place_cpu(), 1, 1, gain_shape, 1, 0, "x=1",
-                                   &found),
-                DAO_ERR_INVALID_ARGUMENT);
-  assert_status(dao_collection_add(c, "bad", dao_place_sim(9), 1, 1, gain_shape, 1, 0, NULL,
-                                   &found),
-                DAO_ERR_NO_DEVICE);
-  assert_status(dao_collection_add(c, "bad", small_sim(), MIB, 1, gain_shape, 1, 1, NULL,
-                                   &found),
+  assert_status(
+      dao_collection_add(c, "bad", dao_place_sim(9), 1, 1, gain_shape, 1, 0, NULL, &found),
+      DAO_ERR_NO_DEVICE);
+  assert_status(dao_collection_add(c, "bad", small_sim(), MIB, 1, gain_shape, 1, 1, NULL, &found),
                 DAO_ERR_OUT_OF_MEMORY);
   assert_ptr_equal(found, SENTINEL_POOL);
   assert_status(dao_collection_find(c, "bad", &found), DAO_ERR_NOT_FOUND); /* none was kept */
-  assert_status(dao_collection_add(NULL, "x", dao_place_cpu(), 1, 1, gain_shape, 1, 0, NULL,
-                                   &found),
-                DAO_ERR_INVALID_ARGUMENT);
-  assert_status(dao_collection_add(GARBAGE_COLLECTION, "x", dao_place_cpu(), 1, 1, gain_shape,
-                                   1, 0, NULL, &found),
+  assert_status(
+      dao_collection_add(NULL, "x", dao_place_cpu(), 1, 1, gain_shape, 1, 0, NULL, &found),
+      DAO_ERR_INVALID_ARGUMENT);
+  assert_status(dao_collection_add(GARBAGE_COLLECTION, "x", dao_place_cpu(), 1, 1, gain_shape, 1, 0,
+                                   NULL, &found),
                 DAO_ERR_INVALID_ARGUMENT);
   assert_status(dao_collection_find(NULL, "flags", &found), DAO_ERR_INVALID_ARGUMENT);
-  assert_status(dao_collection_find(GARBAGE_COLLECTION, "flags", &found),
-                DAO_ERR_INVALID_ARGUMENT);
+  assert_status(dao_collection_find(GARBAGE_COLLECTION, "flags", &found), DAO_ERR_INVALID_ARGUMENT);
   assert_status(dao_collection_find(c, NULL, &found), DAO_ERR_INVALID_ARGUMENT);
   assert_status(dao_collection_find(c, "flags", NULL), DAO_ERR_INVALID_ARGUMENT);
   assert_status(dao_collection_close(NULL), DAO_ERR_INVALID_ARGUMENT);

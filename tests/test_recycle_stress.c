@@ -46,7 +46,7 @@ typedef struct {
 
 static dao_recycle_pool *pool;
 static unsigned char seen[kProducers][kPerProducer]; /* __atomic counts */
-static long errors;                                   /* __atomic */
+static long errors;                                  /* __atomic */
 static pthread_barrier_t start_line;
 
 static void error_at(const char *what) {
@@ -80,8 +80,8 @@ static int *in_use_flag(message *m) {
     void *key = __atomic_load_n(&flags[slot].data, __ATOMIC_ACQUIRE);
     if (key == NULL) {
       void *expected = NULL;
-      if (__atomic_compare_exchange_n(&flags[slot].data, &expected, (void *)m, 0,
-                                      __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+      if (__atomic_compare_exchange_n(&flags[slot].data, &expected, (void *)m, 0, __ATOMIC_ACQ_REL,
+                                      __ATOMIC_ACQUIRE))
         return &flags[slot].in_use;
       key = expected;
     }

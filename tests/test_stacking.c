@@ -121,8 +121,7 @@ static void limit_caps_every_strategy(void **state) {
       assert_int_equal(st.failed_alloc_count, 1);
       assert_int_equal(st.alloc_count, 4);
       /* a refusal asks nothing below: a smaller block does not fit either */
-      assert_failure_mentions(dao_allocator_alloc(a, 1, NULL, &p), DAO_ERR_OUT_OF_MEMORY,
-                              "limit");
+      assert_failure_mentions(dao_allocator_alloc(a, 1, NULL, &p), DAO_ERR_OUT_OF_MEMORY, "limit");
       assert_int_equal(dao_test_stats(a).failed_alloc_count, 2);
       /* a free gives room back */
       assert_ok(dao_allocator_free(a, ptrs[3]));
@@ -159,8 +158,7 @@ static void limit_counts_usable_size(void **state) {
   assert_int_equal(usable, 512);
   assert_ok(dao_allocator_alloc(a, 300, NULL, &p[1]));
   /* 900 bytes asked, 1024 held: a third is refused */
-  assert_failure_mentions(dao_allocator_alloc(a, 300, NULL, &p[2]), DAO_ERR_OUT_OF_MEMORY,
-                          "limit");
+  assert_failure_mentions(dao_allocator_alloc(a, 300, NULL, &p[2]), DAO_ERR_OUT_OF_MEMORY, "limit");
   assert_null(p[2]);
   st = dao_test_stats(a);
   assert_int_equal(st.allocated_bytes, 1024);
@@ -174,8 +172,7 @@ static void limit_counts_usable_size(void **state) {
    * back, and the statistics show no allocation. */
   a = make(dao_place_cpu(), "limit", "max_pool=1000,upstream=buddy");
   assert_ok(dao_allocator_alloc(a, 300, NULL, &p[0]));
-  assert_failure_mentions(dao_allocator_alloc(a, 300, NULL, &q), DAO_ERR_OUT_OF_MEMORY,
-                          "limit");
+  assert_failure_mentions(dao_allocator_alloc(a, 300, NULL, &q), DAO_ERR_OUT_OF_MEMORY, "limit");
   assert_null(q);
   st = dao_test_stats(a);
   assert_int_equal(st.live_blocks, 1);
@@ -303,9 +300,8 @@ static void caching_over_buddy(void **state) {
 
 /* limit over caching over buddy: three strategies, one config string. */
 static void limit_over_caching_over_buddy(void **state) {
-  const char *const config =
-      "max_pool=2MiB,upstream=caching,upstream.upstream=buddy,"
-      "upstream.upstream.chunk_size=4MiB,upstream.fast_reuse=true";
+  const char *const config = "max_pool=2MiB,upstream=caching,upstream.upstream=buddy,"
+                             "upstream.upstream.chunk_size=4MiB,upstream.fast_reuse=true";
   const dao_place places[2] = {dao_place_cpu(), dao_place_sim(0)};
   int k;
   (void)state;
@@ -362,9 +358,9 @@ static void bad_stacks_are_refused(void **state) {
     for (k = 0; k < 2; ++k) {
       dao_allocator *a = NULL;
       print_message("  %s '%s'\n", cases[c].strategy, cases[c].config);
-      assert_failure_mentions(dao_allocator_create(places[k], cases[c].strategy, cases[c].config,
-                                                   &a),
-                              DAO_ERR_INVALID_ARGUMENT, cases[c].needle);
+      assert_failure_mentions(
+          dao_allocator_create(places[k], cases[c].strategy, cases[c].config, &a),
+          DAO_ERR_INVALID_ARGUMENT, cases[c].needle);
       assert_null(a);
     }
   }

@@ -527,10 +527,8 @@ static void bad_places(void **state) {
   assert_failure_mentions(dao_event_create(dao_place_sim(-1), &e), DAO_ERR_INVALID_ARGUMENT,
                           "negative");
   for (i = 0; i < sizeof missing / sizeof missing[0]; ++i) {
-    assert_failure_mentions(dao_stream_create(missing[i], &s), DAO_ERR_NO_DEVICE,
-                            "does not exist");
-    assert_failure_mentions(dao_event_create(missing[i], &e), DAO_ERR_NO_DEVICE,
-                            "does not exist");
+    assert_failure_mentions(dao_stream_create(missing[i], &s), DAO_ERR_NO_DEVICE, "does not exist");
+    assert_failure_mentions(dao_event_create(missing[i], &e), DAO_ERR_NO_DEVICE, "does not exist");
     assert_failure_mentions(dao_stream_wrap(missing[i], NULL, &s), DAO_ERR_NO_DEVICE,
                             "does not exist");
   }
@@ -548,8 +546,8 @@ static void wrap_needs_native_streams(void **state) {
                             "no native streams");
     assert_failure_mentions(dao_stream_wrap(test_places[i], NULL, &s), DAO_ERR_UNSUPPORTED,
                             is_sim(test_places[i]) ? "sim:" : "cpu");
-    assert_failure_mentions(dao_stream_wrap(test_places[i], NULL, NULL),
-                            DAO_ERR_INVALID_ARGUMENT, "out must not be NULL");
+    assert_failure_mentions(dao_stream_wrap(test_places[i], NULL, NULL), DAO_ERR_INVALID_ARGUMENT,
+                            "out must not be NULL");
   }
   assert_ptr_equal(s, (dao_stream)&dummy);
 }
@@ -728,8 +726,7 @@ static void copy_and_host_func_bad_input(void **state) {
                             "overlap");
     assert_failure_mentions(dao_memcpy_async(buf, buf + 100, 101, s), DAO_ERR_INVALID_ARGUMENT,
                             "overlap");
-    assert_failure_mentions(dao_memcpy_async(buf, buf, 16, s), DAO_ERR_INVALID_ARGUMENT,
-                            "overlap");
+    assert_failure_mentions(dao_memcpy_async(buf, buf, 16, s), DAO_ERR_INVALID_ARGUMENT, "overlap");
     assert_failure_mentions(dao_memcpy_async((void *)(UINTPTR_MAX - 8), buf, 64, s),
                             DAO_ERR_INVALID_ARGUMENT, "end of the address space");
     /* Adjacent ranges do not overlap. */
@@ -760,7 +757,7 @@ enum { kProducers = 2, kPerProducer = 10000 };
 
 typedef struct shared_counts {
   long total;
-  int next[kProducers];    /* the sequence number each producer expects next */
+  int next[kProducers]; /* the sequence number each producer expects next */
   long out_of_order;
 } shared_counts;
 

@@ -195,8 +195,8 @@ static void run_program(size_t budget, const char *config, int expect_evictions)
     int j;
     for (j = 0; j < k->nin; ++j) in[j] = ts[k->in[j]];
     for (j = 0; j < k->nout; ++j) out[j] = ts[k->out[j]];
-    assert_ok(dao_kernel_submit(pool, run_kern, (void *)k, in, (size_t)k->nin, out,
-                                (size_t)k->nout));
+    assert_ok(
+        dao_kernel_submit(pool, run_kern, (void *)k, in, (size_t)k->nin, out, (size_t)k->nout));
     model_step(i);
     if (i % 100 == 50) {
       const int w = prog.wr[i / 100], r = prog.rd[i / 100];
@@ -212,8 +212,8 @@ static void run_program(size_t budget, const char *config, int expect_evictions)
   for (t = 0; t < NT; ++t) {
     assert_ok(dao_tensor_read(ts[t], scratch, prog.words[t] * 4));
     if (memcmp(scratch, model[t], prog.words[t] * 4) != 0) {
-      print_error("config '%s' budget %zu: tensor %d differs from the host model\n", config,
-                  budget, t);
+      print_error("config '%s' budget %zu: tensor %d differs from the host model\n", config, budget,
+                  t);
       fail();
     }
   }
@@ -247,10 +247,12 @@ static void run_program(size_t budget, const char *config, int expect_evictions)
 }
 
 static void test_random_program(void **state) {
-  static const char *const configs[] = {
-      "policy=belady",         "policy=lru",
-      "policy=size_aware",     "policy=callback",
-      "policy=belady,prefetch=0", "policy=lru,prefetch=4,link_bandwidth=64GB/s"};
+  static const char *const configs[] = {"policy=belady",
+                                        "policy=lru",
+                                        "policy=size_aware",
+                                        "policy=callback",
+                                        "policy=belady,prefetch=0",
+                                        "policy=lru,prefetch=4,link_bandwidth=64GB/s"};
   size_t c;
   (void)state;
   make_program(SLOW_BUILD ? 300 : MAX_KERNELS);
@@ -436,8 +438,8 @@ static dao_tiered_stats frag_run(size_t budget, const size_t sizes[4], unsigned 
   dao_tensor *t[5];
   size_t spec[5][2], n[3], i, at = 0;
   dao_tiered_stats st;
-  assert_ok(dao_tiered_create(dao_place_sim(0), dao_place_cpu(), budget,
-                              "policy=belady,prefetch=0", &pool));
+  assert_ok(dao_tiered_create(dao_place_sim(0), dao_place_cpu(), budget, "policy=belady,prefetch=0",
+                              &pool));
   for (i = 0; i < 4; ++i) {
     assert_ok(dao_tensor_create(pool, sizes[i], &t[i]));
     spec[i][0] = 1000u * (i + 1);
@@ -474,8 +476,8 @@ static dao_tiered_stats frag_run(size_t budget, const size_t sizes[4], unsigned 
   return st;
 }
 
-static void check_frag(size_t budget, const size_t sizes[4], unsigned release_mask,
-                       size_t e_bytes, uint64_t evictions, uint64_t bytes_moved) {
+static void check_frag(size_t budget, const size_t sizes[4], unsigned release_mask, size_t e_bytes,
+                       uint64_t evictions, uint64_t bytes_moved) {
   const size_t total = (sizes[0] + sizes[1] + sizes[2] + sizes[3] + e_bytes) / 4;
   uint32_t *got = calloc(total, 4), *want = calloc(total, 4);
   dao_tiered_stats st;
@@ -627,7 +629,8 @@ static void test_two_threads(void **state) {
     assert_ok(dao_tensor_create(pool, S, &subs[i].own));
     assert_ok(dao_tensor_write(subs[i].own, buf, S));
   }
-  for (i = 0; i < 2; ++i) assert_int_equal(pthread_create(&threads[i], NULL, submit_loop, &subs[i]), 0);
+  for (i = 0; i < 2; ++i)
+    assert_int_equal(pthread_create(&threads[i], NULL, submit_loop, &subs[i]), 0);
   for (i = 0; i < 2; ++i) assert_int_equal(pthread_join(threads[i], NULL), 0);
   assert_ok(dao_tiered_synchronize(pool));
   for (i = 0; i < 2; ++i) {
@@ -716,18 +719,16 @@ static void test_bad_input(void **state) {
                 DAO_ERR_INVALID_ARGUMENT);
   assert_status(dao_tiered_create(dao_place_sim(0), dao_place_sim(1), MIB, NULL, &p2),
                 DAO_ERR_INVALID_ARGUMENT);
-  assert_failure_mentions(
-      dao_tiered_create(dao_place_sim(0), dao_place_cpu(), MIB, "bogus=1", &p2),
-      DAO_ERR_INVALID_ARGUMENT, "bogus");
+  assert_failure_mentions(dao_tiered_create(dao_place_sim(0), dao_place_cpu(), MIB, "bogus=1", &p2),
+                          DAO_ERR_INVALID_ARGUMENT, "bogus");
   assert_status(dao_tiered_create(dao_place_sim(0), dao_place_cpu(), MIB, "policy=mru", &p2),
                 DAO_ERR_INVALID_ARGUMENT);
   assert_status(dao_tiered_create(dao_place_sim(0), dao_place_cpu(), MIB, "prefetch=-1", &p2),
                 DAO_ERR_INVALID_ARGUMENT);
   assert_status(dao_tiered_create(dao_place_sim(0), dao_place_cpu(), MIB, "prefetch=x", &p2),
                 DAO_ERR_INVALID_ARGUMENT);
-  assert_status(
-      dao_tiered_create(dao_place_sim(0), dao_place_cpu(), MIB, "host_budget=lots", &p2),
-      DAO_ERR_INVALID_ARGUMENT);
+  assert_status(dao_tiered_create(dao_place_sim(0), dao_place_cpu(), MIB, "host_budget=lots", &p2),
+                DAO_ERR_INVALID_ARGUMENT);
   assert_status(
       dao_tiered_create(dao_place_sim(0), dao_place_cpu(), MIB, "link_bandwidth=fast", &p2),
       DAO_ERR_INVALID_ARGUMENT);
@@ -748,8 +749,7 @@ static void test_bad_input(void **state) {
   assert_ok(dao_tiered_create(dao_place_sim(0), dao_place_cpu(), MIB, NULL, &other_pool));
   /* set_score_callback */
   assert_status(dao_tiered_set_score_callback(pool, zero_score, NULL), DAO_ERR_INVALID_STATE);
-  assert_status(dao_tiered_set_score_callback(NULL, zero_score, NULL),
-                DAO_ERR_INVALID_ARGUMENT);
+  assert_status(dao_tiered_set_score_callback(NULL, zero_score, NULL), DAO_ERR_INVALID_ARGUMENT);
   assert_status(dao_tiered_set_score_callback(pool, NULL, NULL), DAO_ERR_INVALID_ARGUMENT);
   /* tensors */
   assert_status(dao_tensor_create(NULL, 4, &t), DAO_ERR_INVALID_ARGUMENT);
@@ -807,8 +807,7 @@ static void test_bad_input(void **state) {
   /* release */
   assert_ok(dao_tensor_release(big2));
   assert_status(dao_tensor_release(big2), DAO_ERR_INVALID_ARGUMENT);
-  assert_status(dao_kernel_submit(pool, k_inc, NULL, &big2, 1, NULL, 0),
-                DAO_ERR_INVALID_ARGUMENT);
+  assert_status(dao_kernel_submit(pool, k_inc, NULL, &big2, 1, NULL, 0), DAO_ERR_INVALID_ARGUMENT);
   assert_status(dao_tensor_read(big2, &word, 4), DAO_ERR_INVALID_ARGUMENT);
   assert_ok(dao_tiered_synchronize(pool));
   assert_status(dao_tiered_synchronize(NULL), DAO_ERR_INVALID_ARGUMENT);
@@ -839,8 +838,7 @@ static void test_failing_kernel(void **state) {
   assert_ok(dao_kernel_submit(pool, k_fail, NULL, &t, 1, &t, 1));
   (void)dao_kernel_submit(pool, k_inc, NULL, &t, 1, &t, 1); /* may be refused already */
   assert_failure_mentions(dao_tiered_synchronize(pool), DAO_ERR_INVALID_STATE, "kernel 2");
-  assert_failure_mentions(dao_tiered_synchronize(pool), DAO_ERR_INVALID_STATE,
-                          "returned");
+  assert_failure_mentions(dao_tiered_synchronize(pool), DAO_ERR_INVALID_STATE, "returned");
   st = get_stats(pool);
   assert_int_equal(st.kernels_run, 2);
   assert_status(dao_kernel_submit(pool, k_inc, NULL, &t, 1, &t, 1), DAO_ERR_INVALID_STATE);

@@ -30,12 +30,10 @@ static int failures = 0; /* library calls that failed during this run */
 static const char *status_name(dao_status s) {
   switch ((int)s) {
 #define DAO_TOOL_STATUS_CASE_(name, value, text) \
-  case value:                                    \
-    return #name;
+  case value: return #name;
     DAO_STATUS_LIST(DAO_TOOL_STATUS_CASE_)
 #undef DAO_TOOL_STATUS_CASE_
-    default:
-      return "unknown status";
+    default: return "unknown status";
   }
 }
 
@@ -55,8 +53,8 @@ static char *copy_string(const char *s) {
 static char *report_failure(dao_status s, const char *call) {
   const char *message = dao_last_error();
   ++failures;
-  fprintf(stderr, "%s: %s: %s (%s): %s\n", program, call, status_name(s),
-          dao_status_string(s), message);
+  fprintf(stderr, "%s: %s: %s (%s): %s\n", program, call, status_name(s), dao_status_string(s),
+          message);
   return copy_string(message);
 }
 
@@ -79,8 +77,7 @@ static void format_bytes(size_t bytes, char *out, size_t out_size) {
 
 /* The variable among `DAO_<base>_<KIND>` and `DAO_<base>` that the library
    reads for `kind` (the first one set and not empty), or NULL. */
-static const char *env_source(const char *base, dao_place_kind kind, char *buf,
-                              size_t buf_size) {
+static const char *env_source(const char *base, dao_place_kind kind, char *buf, size_t buf_size) {
   const char *name = dao_place_kind_name(kind);
   const char *value;
   size_t i, n;
@@ -147,8 +144,8 @@ typedef struct kind_info {
 /* Effective config of `strategy` with `config` on `place`: created on a
    temporary allocator, which reserves nothing unless the config asks for an
    initial pool, and destroyed again. */
-static void effective_config(dao_place place, const char *strategy,
-                             const char *config, device_info *d) {
+static void effective_config(dao_place place, const char *strategy, const char *config,
+                             device_info *d) {
   dao_allocator *a = NULL;
   const char *effective = NULL;
   char call[96];
@@ -308,16 +305,18 @@ static void print_kind_json(const kind_info *k) {
   printf(",\n     \"backend\": ");
   json_string(k->backend);
   printf(",\n     \"default_strategy\": ");
-  if (k->strategy != NULL) json_string(k->strategy); else printf("null");
+  if (k->strategy != NULL) json_string(k->strategy);
+  else printf("null");
   printf(", \"default_config\": ");
-  if (k->config != NULL) json_string(k->config); else printf("null");
+  if (k->config != NULL) json_string(k->config);
+  else printf("null");
   printf(",\n     \"devices\": [");
   for (i = 0; i < k->count; ++i) {
     const device_info *d = &k->devices[i];
     printf("%s\n       {\"device\": %d", i == 0 ? "" : ",", i);
     if (d->ok) {
-      printf(", \"total_bytes\": %lu, \"free_bytes\": %lu",
-             (unsigned long)d->total_bytes, (unsigned long)d->free_bytes);
+      printf(", \"total_bytes\": %lu, \"free_bytes\": %lu", (unsigned long)d->total_bytes,
+             (unsigned long)d->free_bytes);
     } else {
       printf(", \"error\": ");
       json_string(d->error);
@@ -427,14 +426,11 @@ static void usage_info(FILE *out) {
 }
 
 static int bad_usage(const char *what, const char *arg, const char *help) {
-  fprintf(stderr, "%s: %s '%s'\nTry '%s' for more information.\n", program, what, arg,
-          help);
+  fprintf(stderr, "%s: %s '%s'\nTry '%s' for more information.\n", program, what, arg, help);
   return EXIT_USAGE;
 }
 
-static int is_help(const char *arg) {
-  return strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0;
-}
+static int is_help(const char *arg) { return strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0; }
 
 static int main_info(int argc, char **argv) {
   int json = 0;

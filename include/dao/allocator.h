@@ -161,32 +161,32 @@ typedef struct dao_stat {
 
 /** State of a block in a snapshot. */
 typedef enum dao_block_state {
-  DAO_BLOCK_FREE = 0,         /**< Cached, reusable on its stream. */
-  DAO_BLOCK_ALLOCATED = 1,    /**< Held by a caller. */
-  DAO_BLOCK_PENDING_FREE = 2  /**< Freed, waiting for other streams' work. */
+  DAO_BLOCK_FREE = 0,        /**< Cached, reusable on its stream. */
+  DAO_BLOCK_ALLOCATED = 1,   /**< Held by a caller. */
+  DAO_BLOCK_PENDING_FREE = 2 /**< Freed, waiting for other streams' work. */
 } dao_block_state;
 
 /** A segment in a snapshot: one system allocation, or one expandable
  *  segment (reserved addresses of which `mapped_bytes` are backed). */
 typedef struct dao_segment_info {
-  size_t struct_size;    /**< In: sizeof(dao_segment_info). */
-  uintptr_t address;     /**< First byte. */
-  size_t size;           /**< Bytes of addresses the segment spans. */
-  size_t mapped_bytes;   /**< Bytes backed by memory (= size unless expandable). */
-  dao_stat_pool pool;    /**< ::DAO_STAT_POOL_SMALL or ::DAO_STAT_POOL_LARGE. */
-  dao_stream stream;     /**< Stream its blocks belong to. */
-  int expandable;        /**< 1 for an expandable segment. */
-  size_t block_count;    /**< Blocks in it, in address order. */
+  size_t struct_size;  /**< In: sizeof(dao_segment_info). */
+  uintptr_t address;   /**< First byte. */
+  size_t size;         /**< Bytes of addresses the segment spans. */
+  size_t mapped_bytes; /**< Bytes backed by memory (= size unless expandable). */
+  dao_stat_pool pool;  /**< ::DAO_STAT_POOL_SMALL or ::DAO_STAT_POOL_LARGE. */
+  dao_stream stream;   /**< Stream its blocks belong to. */
+  int expandable;      /**< 1 for an expandable segment. */
+  size_t block_count;  /**< Blocks in it, in address order. */
 } dao_segment_info;
 
 /** A block in a snapshot. */
 typedef struct dao_block_info {
-  size_t struct_size;     /**< In: sizeof(dao_block_info). */
-  uintptr_t address;      /**< First byte. */
-  size_t size;            /**< Block size. */
-  size_t requested_size;  /**< Size asked for (0 unless allocated). */
-  dao_block_state state;  /**< Its state. */
-  dao_stream stream;      /**< Stream it belongs to. */
+  size_t struct_size;    /**< In: sizeof(dao_block_info). */
+  uintptr_t address;     /**< First byte. */
+  size_t size;           /**< Block size. */
+  size_t requested_size; /**< Size asked for (0 unless allocated). */
+  dao_block_state state; /**< Its state. */
+  dao_stream stream;     /**< Stream it belongs to. */
 } dao_block_info;
 
 /** Opaque, immutable copy of an allocator's segments and blocks. */
@@ -223,8 +223,8 @@ extern "C" {
  * @par Thread safety
  * Safe to call from any thread.
  */
-DAO_API dao_status dao_allocator_create(dao_place place, const char *strategy,
-                                        const char *config, dao_allocator **out);
+DAO_API dao_status dao_allocator_create(dao_place place, const char *strategy, const char *config,
+                                        dao_allocator **out);
 
 /**
  * @brief Allocate @p size bytes, aligned to at least 256 bytes.
@@ -257,8 +257,8 @@ DAO_API dao_status dao_allocator_create(dao_place place, const char *strategy,
  * Safe to call concurrently with any call on the same allocator except
  * dao_allocator_destroy().
  */
-DAO_API dao_status dao_allocator_alloc(dao_allocator *a, size_t size,
-                                       dao_stream stream, void **ptr);
+DAO_API dao_status dao_allocator_alloc(dao_allocator *a, size_t size, dao_stream stream,
+                                       void **ptr);
 
 /**
  * @brief Free a pointer that @p a handed out.
@@ -289,8 +289,7 @@ DAO_API dao_status dao_allocator_free(dao_allocator *a, void *ptr);
  * @par Thread safety
  * As dao_allocator_free().
  */
-DAO_API dao_status dao_allocator_usable_size(dao_allocator *a, const void *ptr,
-                                             size_t *size);
+DAO_API dao_status dao_allocator_usable_size(dao_allocator *a, const void *ptr, size_t *size);
 
 /**
  * @brief Hand cached memory back to the system resource.
@@ -323,8 +322,7 @@ DAO_API dao_status dao_allocator_trim(dao_allocator *a, size_t *released);
  * @par Thread safety
  * As dao_allocator_free(); the figures are one consistent snapshot.
  */
-DAO_API dao_status dao_allocator_get_stats(dao_allocator *a,
-                                           dao_allocator_stats *stats);
+DAO_API dao_status dao_allocator_get_stats(dao_allocator *a, dao_allocator_stats *stats);
 
 /**
  * @brief Set every peak statistic to its current value.
@@ -351,8 +349,7 @@ DAO_API dao_status dao_allocator_reset_peak_stats(dao_allocator *a);
  * @par Thread safety
  * Safe to call from any thread while @p a is alive.
  */
-DAO_API dao_status dao_allocator_info(dao_allocator *a, dao_place *place,
-                                      const char **strategy,
+DAO_API dao_status dao_allocator_info(dao_allocator *a, dao_place *place, const char **strategy,
                                       const char **config);
 
 /**

@@ -15,19 +15,19 @@
  * @brief Marks a declaration as part of the exported libdao API.
  */
 #ifndef DAO_API
-#  if defined(_WIN32)
-#    if defined(DAO_BUILDING_LIBRARY) && !defined(DAO_STATIC)
-#      define DAO_API __declspec(dllexport)
-#    elif !defined(DAO_STATIC)
-#      define DAO_API __declspec(dllimport)
-#    else
-#      define DAO_API
-#    endif
-#  elif defined(__GNUC__) || defined(__clang__)
-#    define DAO_API __attribute__((visibility("default")))
-#  else
-#    define DAO_API
-#  endif
+#if defined(_WIN32)
+#if defined(DAO_BUILDING_LIBRARY) && !defined(DAO_STATIC)
+#define DAO_API __declspec(dllexport)
+#elif !defined(DAO_STATIC)
+#define DAO_API __declspec(dllimport)
+#else
+#define DAO_API
+#endif
+#elif defined(__GNUC__) || defined(__clang__)
+#define DAO_API __attribute__((visibility("default")))
+#else
+#define DAO_API
+#endif
 #endif
 
 #endif /* DAO_EXPORT_H */

@@ -108,8 +108,7 @@ DAO_API dao_status dao_place_allocator(dao_place place, dao_allocator **out);
  * @par Thread safety
  * Safe to call from any thread.
  */
-DAO_API dao_status dao_place_default_config(dao_place_kind kind,
-                                            const char **strategy,
+DAO_API dao_status dao_place_default_config(dao_place_kind kind, const char **strategy,
                                             const char **config);
 
 #ifdef __cplusplus

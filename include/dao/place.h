@@ -128,8 +128,7 @@ DAO_API dao_status dao_place_device_count(dao_place_kind kind, int *count);
  * @par Thread safety
  * Safe to call from any thread.
  */
-DAO_API dao_status dao_place_memory_info(dao_place place, size_t *free_bytes,
-                                         size_t *total_bytes);
+DAO_API dao_status dao_place_memory_info(dao_place place, size_t *free_bytes, size_t *total_bytes);
 
 /**
  * @brief Lower-case name of a kind: "cpu", "cuda", "cuda_pinned",

@@ -113,9 +113,8 @@ extern "C" {
  * Safe to call from any thread.
  */
 DAO_API dao_status dao_recycle_create(dao_place place, size_t element_size, int ndim,
-                                      const size_t *shape, size_t max_buffers,
-                                      size_t preallocate, const char *config,
-                                      dao_recycle_pool **out);
+                                      const size_t *shape, size_t max_buffers, size_t preallocate,
+                                      const char *config, dao_recycle_pool **out);
 
 /**
  * @brief Get a free buffer to fill (the seed's `new_buffer`).
@@ -336,10 +335,9 @@ DAO_API dao_status dao_collection_create(dao_collection **out);
  * @par Thread safety
  * Safe to call from any thread.
  */
-DAO_API dao_status dao_collection_add(dao_collection *collection, const char *name,
-                                      dao_place place, size_t element_size, int ndim,
-                                      const size_t *shape, size_t max_buffers,
-                                      size_t preallocate, const char *config,
+DAO_API dao_status dao_collection_add(dao_collection *collection, const char *name, dao_place place,
+                                      size_t element_size, int ndim, const size_t *shape,
+                                      size_t max_buffers, size_t preallocate, const char *config,
                                       dao_recycle_pool **out);
 
 /**

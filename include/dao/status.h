@@ -18,19 +18,19 @@
  * Everything that needs the list (the enum, dao_status_string(), the
  * bindings' tables) is generated from it, so they cannot drift apart.
  */
-#define DAO_STATUS_LIST(X)                                                    \
-  X(DAO_OK, 0, "success")                                                     \
-  X(DAO_ERR_INVALID_ARGUMENT, 1, "invalid argument")                          \
-  X(DAO_ERR_OUT_OF_MEMORY, 2, "out of memory")                                \
-  X(DAO_ERR_INVALID_POINTER, 3, "invalid pointer")                            \
-  X(DAO_ERR_UNSUPPORTED, 4, "operation not supported")                        \
-  X(DAO_ERR_NO_DEVICE, 5, "no such device")                                   \
-  X(DAO_ERR_TIMEOUT, 6, "timed out")                                          \
-  X(DAO_ERR_CLOSED, 7, "closed")                                              \
-  X(DAO_ERR_BACKEND, 8, "backend (driver or operating system) error")         \
-  X(DAO_ERR_INTERNAL, 9, "internal error")                                    \
-  X(DAO_ERR_INVALID_STATE, 10, "operation not allowed in the current state")  \
-  X(DAO_ERR_BUSY, 11, "resource still in use")                                \
+#define DAO_STATUS_LIST(X)                                                   \
+  X(DAO_OK, 0, "success")                                                    \
+  X(DAO_ERR_INVALID_ARGUMENT, 1, "invalid argument")                         \
+  X(DAO_ERR_OUT_OF_MEMORY, 2, "out of memory")                               \
+  X(DAO_ERR_INVALID_POINTER, 3, "invalid pointer")                           \
+  X(DAO_ERR_UNSUPPORTED, 4, "operation not supported")                       \
+  X(DAO_ERR_NO_DEVICE, 5, "no such device")                                  \
+  X(DAO_ERR_TIMEOUT, 6, "timed out")                                         \
+  X(DAO_ERR_CLOSED, 7, "closed")                                             \
+  X(DAO_ERR_BACKEND, 8, "backend (driver or operating system) error")        \
+  X(DAO_ERR_INTERNAL, 9, "internal error")                                   \
+  X(DAO_ERR_INVALID_STATE, 10, "operation not allowed in the current state") \
+  X(DAO_ERR_BUSY, 11, "resource still in use")                               \
   X(DAO_ERR_NOT_FOUND, 12, "not found")
 
 /**
@@ -42,7 +42,7 @@ typedef enum dao_status {
 #define DAO_STATUS_ENUM_ENTRY_(name, value, text) name = value,
   DAO_STATUS_LIST(DAO_STATUS_ENUM_ENTRY_)
 #undef DAO_STATUS_ENUM_ENTRY_
-/** @endcond */
+  /** @endcond */
   /** One past the largest code of this version (not a status). */
   DAO_STATUS_END_ = 13
 } dao_status;

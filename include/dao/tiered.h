@@ -71,14 +71,14 @@ typedef dao_status (*dao_kernel_fn)(void *user_data, void *const *inputs, size_t
 
 /** What a scoring callback learns of one tensor that could be evicted. */
 typedef struct dao_tensor_access_info {
-  size_t struct_size;         /**< sizeof(dao_tensor_access_info). */
-  const dao_tensor *tensor;   /**< The tensor. */
-  size_t bytes;               /**< Its size. */
-  uint64_t now;               /**< Logical time of the kernel being prepared. */
-  uint64_t last_use;          /**< Logical time of its last use so far. */
-  uint64_t next_use;          /**< Next queued use, or UINT64_MAX if none. */
-  uint64_t queued_uses;       /**< Queued kernels that use it. */
-  int dirty;                  /**< 1 if the host tier has no current copy. */
+  size_t struct_size;       /**< sizeof(dao_tensor_access_info). */
+  const dao_tensor *tensor; /**< The tensor. */
+  size_t bytes;             /**< Its size. */
+  uint64_t now;             /**< Logical time of the kernel being prepared. */
+  uint64_t last_use;        /**< Logical time of its last use so far. */
+  uint64_t next_use;        /**< Next queued use, or UINT64_MAX if none. */
+  uint64_t queued_uses;     /**< Queued kernels that use it. */
+  int dirty;                /**< 1 if the host tier has no current copy. */
 } dao_tensor_access_info;
 
 /**
@@ -90,21 +90,21 @@ typedef double (*dao_score_fn)(void *user_data, const dao_tensor_access_info *in
 
 /** Statistics of a tiered pool (size-tagged; may grow at its end). */
 typedef struct dao_tiered_stats {
-  size_t struct_size;         /**< In: sizeof(dao_tiered_stats). */
-  uint64_t kernels_submitted; /**< Kernels submitted. */
-  uint64_t kernels_run;       /**< Kernels run. */
-  uint64_t evictions;         /**< Tensors copied device → host to make room. */
-  uint64_t bytes_evicted;     /**< Bytes copied device → host. */
-  uint64_t fetches;           /**< Tensors copied host → device. */
-  uint64_t bytes_fetched;     /**< Bytes copied host → device. */
-  uint64_t prefetches;        /**< Fetches started ahead of their kernel. */
-  uint64_t prefetches_in_time;/**< ... that had completed when it started. */
-  uint64_t stall_ns;          /**< Time the executor waited for copies. */
-  uint64_t device_bytes;      /**< Bytes resident in the device budget now. */
-  uint64_t peak_device_bytes; /**< Peak of device_bytes. */
-  uint64_t host_bytes;        /**< Bytes in the host tier now. */
-  uint64_t peak_host_bytes;   /**< Peak of host_bytes. */
-  uint64_t tensors_live;      /**< Tensors not yet freed. */
+  size_t struct_size;          /**< In: sizeof(dao_tiered_stats). */
+  uint64_t kernels_submitted;  /**< Kernels submitted. */
+  uint64_t kernels_run;        /**< Kernels run. */
+  uint64_t evictions;          /**< Tensors copied device → host to make room. */
+  uint64_t bytes_evicted;      /**< Bytes copied device → host. */
+  uint64_t fetches;            /**< Tensors copied host → device. */
+  uint64_t bytes_fetched;      /**< Bytes copied host → device. */
+  uint64_t prefetches;         /**< Fetches started ahead of their kernel. */
+  uint64_t prefetches_in_time; /**< ... that had completed when it started. */
+  uint64_t stall_ns;           /**< Time the executor waited for copies. */
+  uint64_t device_bytes;       /**< Bytes resident in the device budget now. */
+  uint64_t peak_device_bytes;  /**< Peak of device_bytes. */
+  uint64_t host_bytes;         /**< Bytes in the host tier now. */
+  uint64_t peak_host_bytes;    /**< Peak of host_bytes. */
+  uint64_t tensors_live;       /**< Tensors not yet freed. */
 } dao_tiered_stats;
 
 #ifdef __cplusplus

@@ -101,12 +101,12 @@ typedef struct dao_whole_desc {
 /** The entries and bytes one rank owns (size-tagged; may grow at its end).
  *  Set `struct_size` to `sizeof(dao_whole_range)`. */
 typedef struct dao_whole_range {
-  size_t struct_size;  /**< In: sizeof(dao_whole_range). */
-  int rank;            /**< The rank this range belongs to. */
-  size_t first_entry;  /**< Index of its first entry. */
-  size_t entry_count;  /**< Number of entries (0 when it owns none). */
-  size_t byte_offset;  /**< first_entry * entry_size. */
-  size_t byte_size;    /**< entry_count * entry_size. */
+  size_t struct_size; /**< In: sizeof(dao_whole_range). */
+  int rank;           /**< The rank this range belongs to. */
+  size_t first_entry; /**< Index of its first entry. */
+  size_t entry_count; /**< Number of entries (0 when it owns none). */
+  size_t byte_offset; /**< first_entry * entry_size. */
+  size_t byte_size;   /**< entry_count * entry_size. */
 } dao_whole_range;
 
 /** What a whole memory object is, seen from one rank (size-tagged; may grow
@@ -126,15 +126,15 @@ typedef struct dao_whole_info {
 /** What a communicator is, seen from one rank (size-tagged; may grow at its
  *  end). Set `struct_size` to `sizeof(dao_comm_info)`. */
 typedef struct dao_comm_info {
-  size_t struct_size;         /**< In: sizeof(dao_comm_info). */
-  int rank;                   /**< This rank, 0 .. size - 1. */
-  int size;                   /**< Number of ranks. */
-  dao_place place;            /**< This rank's place. */
-  const char *transport;      /**< "in-process" or "mpi"; a static string. */
-  int shares_address_space;   /**< 1 when all ranks are in this process. */
-  int shares_host_memory;     /**< 1 when all ranks can map each other's
-                                   host memory (one process, or MPI ranks on
-                                   one node). */
+  size_t struct_size;       /**< In: sizeof(dao_comm_info). */
+  int rank;                 /**< This rank, 0 .. size - 1. */
+  int size;                 /**< Number of ranks. */
+  dao_place place;          /**< This rank's place. */
+  const char *transport;    /**< "in-process" or "mpi"; a static string. */
+  int shares_address_space; /**< 1 when all ranks are in this process. */
+  int shares_host_memory;   /**< 1 when all ranks can map each other's
+                                 host memory (one process, or MPI ranks on
+                                 one node). */
 } dao_comm_info;
 
 #ifdef __cplusplus
@@ -481,8 +481,8 @@ DAO_API dao_status dao_whole_gather(dao_whole *whole, const int64_t *indices, si
  *
  * Mapped objects are written directly; distributed objects by one-sided
  * communication (MPI_Put on MPI). When an index appears more than once,
- * one of its copies wins; which one is not defined. Other ranks see the new values after the next collective call (for
- * example dao_comm_barrier()).
+ * one of its copies wins; which one is not defined. Other ranks see the new values after the next
+ * collective call (for example dao_comm_barrier()).
  *
  * @param[in] whole   The handle.
  * @param[in] src     Host-accessible memory of `count * entry_size` bytes.
@@ -595,8 +595,8 @@ typedef struct dao_comm_transport {
                            size_t bytes);
   /** Start writing @p bytes from @p src at @p offset of rank @p target's
    *  window; complete at the target after `window_complete`. */
-  dao_status (*window_put)(void *self, void *window, int target, size_t offset,
-                           const void *src, size_t bytes);
+  dao_status (*window_put)(void *self, void *window, int target, size_t offset, const void *src,
+                           size_t bytes);
   /** Complete every get and put this rank started on the window. */
   dao_status (*window_complete)(void *self, void *window);
   /** Collective: free a window (and memory from `window_allocate`). */
@@ -649,8 +649,8 @@ typedef struct dao_comm_transport {
  * @par Thread safety
  * Safe to call from any thread.
  */
-DAO_API dao_status dao_comm_create_transport(const dao_comm_transport *transport,
-                                             dao_place place, dao_comm **out);
+DAO_API dao_status dao_comm_create_transport(const dao_comm_transport *transport, dao_place place,
+                                             dao_comm **out);
 /**
  * @brief Record a failure for dao_last_error() on the calling thread, for a
  *        transport library whose own entry point fails before it can hand

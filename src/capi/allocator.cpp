@@ -29,10 +29,10 @@ extern "C" dao_status dao_allocator_create(dao_place place, const char* strategy
   return guarded([&] {
     require_non_null(out, "dao_allocator_create", "out");
     system_resource& resource = resource_for(place);
-    const char* name =
-        strategy_name != nullptr ? strategy_name : default_config_for(raw_kind(place.kind)).strategy.c_str();
-    std::unique_ptr<strategy> impl =
-        make_strategy(name, resource, config != nullptr ? config : "");
+    const char* name = strategy_name != nullptr
+                           ? strategy_name
+                           : default_config_for(raw_kind(place.kind)).strategy.c_str();
+    std::unique_ptr<strategy> impl = make_strategy(name, resource, config != nullptr ? config : "");
     *out = make_allocator_handle(std::move(impl));
   });
 }
@@ -158,7 +158,9 @@ extern "C" dao_status dao_allocator_get_stat(dao_allocator* a, dao_stat_metric m
 }
 
 extern "C" dao_status dao_allocator_reset_accumulated_stats(dao_allocator* a) {
-  return guarded([&] { checked_handle(a, "dao_allocator_reset_accumulated_stats").impl->reset_accumulated(); });
+  return guarded([&] {
+    checked_handle(a, "dao_allocator_reset_accumulated_stats").impl->reset_accumulated();
+  });
 }
 
 extern "C" dao_status dao_allocator_record_stream(dao_allocator* a, void* ptr, dao_stream stream) {

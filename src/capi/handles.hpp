@@ -44,7 +44,7 @@ class whole_memory;
 // The first members of every handle: the magic value that is checked on
 // every call (first, where has_magic() reads it), and the words
 // checked_handle() names it with in messages.
-#define DAO_HANDLE_(magic_value, arg, what)          \
+#define DAO_HANDLE_(magic_value, arg, what)            \
   static constexpr std::uint64_t kMagic = magic_value; \
   static constexpr const char* kArg = arg;             \
   static constexpr const char* kWhat = what;           \
@@ -52,10 +52,10 @@ class whole_memory;
 
 struct dao_allocator {
   DAO_HANDLE_(0x64616f616c6c6f63ull, "allocator", "a live dao_allocator handle");  // "daoalloc"
-  dao::detail::strategy* impl = nullptr;           // what every call uses
-  std::unique_ptr<dao::detail::strategy> owned;    // null for a place default
-  std::string config;                              // effective, for dao_allocator_info
-  bool place_default = false;                      // owned by libdao, never destroyed
+  dao::detail::strategy* impl = nullptr;         // what every call uses
+  std::unique_ptr<dao::detail::strategy> owned;  // null for a place default
+  std::string config;                            // effective, for dao_allocator_info
+  bool place_default = false;                    // owned by libdao, never destroyed
 };
 
 struct dao_stream_st {
@@ -141,8 +141,8 @@ template <class T>
 T& checked_handle(const T* h, const char* function, const char* name) {
   require_non_null(h, function, name);
   if (!has_magic<T>(h)) {
-    throw invalid_argument(strprintf("%s: %s (%p) is not %s", function, name,
-                                     static_cast<const void*>(h), T::kWhat));
+    throw invalid_argument(
+        strprintf("%s: %s (%p) is not %s", function, name, static_cast<const void*>(h), T::kWhat));
   }
   return const_cast<T&>(*h);
 }

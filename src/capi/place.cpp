@@ -34,7 +34,9 @@ extern "C" dao_status dao_place_memory_info(dao_place place, size_t* free_bytes,
   });
 }
 
-extern "C" const char* dao_place_kind_name(dao_place_kind kind) { return kind_name(raw_kind(kind)); }
+extern "C" const char* dao_place_kind_name(dao_place_kind kind) {
+  return kind_name(raw_kind(kind));
+}
 
 extern "C" const char* dao_place_backend_description(dao_place_kind kind_arg) {
   const int kind = raw_kind(kind_arg);

@@ -25,8 +25,8 @@ dao_recycle_pool& checked_pool(dao_recycle_pool* pool, const char* function) {
 recycle_buffer& checked_buffer(const dao_buffer* buffer, const char* function) {
   require_non_null(buffer, function, "buffer");
   if (!has_magic(buffer, recycle_buffer::kMagic, alignof(recycle_buffer))) {
-    throw invalid_argument(strprintf("%s: %p is not a dao_buffer handle of a live pool",
-                                     function, static_cast<const void*>(buffer)));
+    throw invalid_argument(strprintf("%s: %p is not a dao_buffer handle of a live pool", function,
+                                     static_cast<const void*>(buffer)));
   }
   return *reinterpret_cast<recycle_buffer*>(const_cast<dao_buffer*>(buffer));
 }
@@ -72,8 +72,8 @@ extern "C" dao_status dao_recycle_create(dao_place place, size_t element_size, i
   return guarded([&] {
     require_non_null(out, "dao_recycle_create", "out");
     auto handle = std::make_unique<dao_recycle_pool>();
-    handle->owned = recycle_pool::create(place, element_size, ndim, shape, max_buffers,
-                                         preallocate, config, "dao_recycle_create", "");
+    handle->owned = recycle_pool::create(place, element_size, ndim, shape, max_buffers, preallocate,
+                                         config, "dao_recycle_create", "");
     handle->impl = handle->owned.get();
     *out = handle.release();
   });
@@ -105,8 +105,7 @@ extern "C" dao_status dao_recycle_submit(dao_recycle_pool* pool, dao_buffer* buf
   });
 }
 
-extern "C" dao_status dao_recycle_take(dao_recycle_pool* pool, double timeout,
-                                       dao_buffer** out) {
+extern "C" dao_status dao_recycle_take(dao_recycle_pool* pool, double timeout, dao_buffer** out) {
   if (out != nullptr) *out = nullptr;
   return guarded_status([&] {
     dao_recycle_pool& p = checked_pool(pool, "dao_recycle_take");

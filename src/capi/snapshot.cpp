@@ -36,30 +36,32 @@ std::string to_json(const dao_allocator& h, const snapshot_data& snap) {
   out += strprintf("{\"strategy\":\"%s\",\"place\":\"%s\",\"config\":\"%s\",\"stats\":{",
                    h.impl->name(), place_to_string(h.impl->upstream().place()).c_str(), config);
   static const char* const metrics[DAO_STAT_METRIC_COUNT] = {
-      "allocated_bytes", "allocated_blocks", "reserved_bytes", "reserved_segments",
-      "active_bytes", "active_blocks", "inactive_split_bytes", "inactive_split_blocks",
-      "requested_bytes"};
+      "allocated_bytes",      "allocated_blocks",      "reserved_bytes",
+      "reserved_segments",    "active_bytes",          "active_blocks",
+      "inactive_split_bytes", "inactive_split_blocks", "requested_bytes"};
   bool first = true;
   for (int m = 0; m < DAO_STAT_METRIC_COUNT; ++m) {
     for (int p = 0; p < DAO_STAT_POOL_COUNT; ++p) {
       dao_stat s{};
       if (!h.impl->stat(m, p, s)) continue;
-      out += strprintf("%s\"%s.%s\":{\"current\":%lld,\"peak\":%lld,\"allocated\":%lld,\"freed\":%lld}",
-                       first ? "" : ",", metrics[m], pool_name(static_cast<dao_stat_pool>(p)),
-                       static_cast<long long>(s.current), static_cast<long long>(s.peak),
-                       static_cast<long long>(s.allocated), static_cast<long long>(s.freed));
+      out += strprintf(
+          "%s\"%s.%s\":{\"current\":%lld,\"peak\":%lld,\"allocated\":%lld,\"freed\":%lld}",
+          first ? "" : ",", metrics[m], pool_name(static_cast<dao_stat_pool>(p)),
+          static_cast<long long>(s.current), static_cast<long long>(s.peak),
+          static_cast<long long>(s.allocated), static_cast<long long>(s.freed));
       first = false;
     }
   }
   out += "},\"segments\":[";
   for (std::size_t i = 0; i < snap.segments.size(); ++i) {
     const auto& seg = snap.segments[i];
-    out += strprintf("%s{\"address\":%llu,\"size\":%zu,\"mapped_bytes\":%zu,\"pool\":\"%s\","
-                     "\"stream\":%llu,\"expandable\":%s,\"blocks\":[",
-                     i ? "," : "", static_cast<unsigned long long>(seg.info.address), seg.info.size,
-                     seg.info.mapped_bytes, pool_name(seg.info.pool),
-                     static_cast<unsigned long long>(reinterpret_cast<std::uintptr_t>(seg.info.stream)),
-                     seg.info.expandable ? "true" : "false");
+    out += strprintf(
+        "%s{\"address\":%llu,\"size\":%zu,\"mapped_bytes\":%zu,\"pool\":\"%s\","
+        "\"stream\":%llu,\"expandable\":%s,\"blocks\":[",
+        i ? "," : "", static_cast<unsigned long long>(seg.info.address), seg.info.size,
+        seg.info.mapped_bytes, pool_name(seg.info.pool),
+        static_cast<unsigned long long>(reinterpret_cast<std::uintptr_t>(seg.info.stream)),
+        seg.info.expandable ? "true" : "false");
     for (std::size_t j = 0; j < seg.blocks.size(); ++j) {
       const dao_block_info& b = seg.blocks[j];
       out += strprintf("%s{\"address\":%llu,\"size\":%zu,\"requested_size\":%zu,\"state\":\"%s\","
@@ -99,8 +101,9 @@ extern "C" dao_status dao_snapshot_segment(const dao_snapshot* snapshot, size_t 
   return guarded([&] {
     const snapshot_data& snap = checked_snapshot(snapshot, "dao_snapshot_segment");
     if (index >= snap.segments.size()) {
-      throw invalid_argument(strprintf("dao_snapshot_segment: index %zu is out of range (%zu segments)",
-                                       index, snap.segments.size()));
+      throw invalid_argument(
+          strprintf("dao_snapshot_segment: index %zu is out of range (%zu segments)", index,
+                    snap.segments.size()));
     }
     write_sized(snap.segments[index].info, info, "dao_snapshot_segment", "info");
   });
@@ -111,8 +114,9 @@ extern "C" dao_status dao_snapshot_block(const dao_snapshot* snapshot, size_t se
   return guarded([&] {
     const snapshot_data& snap = checked_snapshot(snapshot, "dao_snapshot_block");
     if (segment >= snap.segments.size()) {
-      throw invalid_argument(strprintf("dao_snapshot_block: segment %zu is out of range (%zu segments)",
-                                       segment, snap.segments.size()));
+      throw invalid_argument(
+          strprintf("dao_snapshot_block: segment %zu is out of range (%zu segments)", segment,
+                    snap.segments.size()));
     }
     const auto& blocks = snap.segments[segment].blocks;
     if (index >= blocks.size()) {

@@ -5,12 +5,10 @@
 extern "C" const char* dao_status_string(dao_status status) {
   switch (static_cast<int>(status)) {
 #define DAO_STATUS_CASE_(name, value, text) \
-  case value:                               \
-    return text;
+  case value: return text;
     DAO_STATUS_LIST(DAO_STATUS_CASE_)
 #undef DAO_STATUS_CASE_
-    default:
-      return "unknown status";
+    default: return "unknown status";
   }
 }
 

@@ -51,16 +51,16 @@ void check_copy(void* dst, const void* src, std::size_t bytes) {
   const auto d = reinterpret_cast<std::uintptr_t>(dst);
   const auto s = reinterpret_cast<std::uintptr_t>(src);
   if (bytes - 1 > UINTPTR_MAX - d || bytes - 1 > UINTPTR_MAX - s) {
-    throw invalid_argument(strprintf(
-        "dao_memcpy_async: %zu bytes from %p to %p run past the end of the address space", bytes,
-        src, dst));
+    throw invalid_argument(
+        strprintf("dao_memcpy_async: %zu bytes from %p to %p run past the end of the address space",
+                  bytes, src, dst));
   }
   // Inclusive ends: d + bytes itself may wrap to 0.
   if (d <= s + (bytes - 1) && s <= d + (bytes - 1)) {
-    throw invalid_argument(strprintf(
-        "dao_memcpy_async: the ranges overlap (%zu bytes from %p to %p); copies between "
-        "overlapping ranges are not supported",
-        bytes, src, dst));
+    throw invalid_argument(
+        strprintf("dao_memcpy_async: the ranges overlap (%zu bytes from %p to %p); copies between "
+                  "overlapping ranges are not supported",
+                  bytes, src, dst));
   }
 }
 

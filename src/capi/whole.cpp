@@ -76,8 +76,8 @@ extern "C" dao_status dao_comm_create_local(int count, const dao_place* places, 
     require_non_null(places, fn, "places");
     require_non_null(comms, fn, "comms");
     if (count < 1 || count > DAO_COMM_LOCAL_MAX_RANKS) {
-      throw invalid_argument(strprintf("%s: count %d is out of range 1..%d", fn, count,
-                                       DAO_COMM_LOCAL_MAX_RANKS));
+      throw invalid_argument(
+          strprintf("%s: count %d is out of range 1..%d", fn, count, DAO_COMM_LOCAL_MAX_RANKS));
     }
     std::vector<dao_place> list(places, places + count);
     std::vector<std::unique_ptr<whole::communicator>> impls;
@@ -104,9 +104,9 @@ extern "C" dao_status dao_comm_create_transport(const dao_comm_transport* transp
     const char* fn = "dao_comm_create_transport";
     require_non_null(transport, fn, "transport");
     if (transport->struct_size < sizeof(dao_comm_transport)) {
-      throw invalid_argument(strprintf(
-          "%s: transport->struct_size is %zu; set it to sizeof(dao_comm_transport) (%zu)", fn,
-          transport->struct_size, sizeof(dao_comm_transport)));
+      throw invalid_argument(
+          strprintf("%s: transport->struct_size is %zu; set it to sizeof(dao_comm_transport) (%zu)",
+                    fn, transport->struct_size, sizeof(dao_comm_transport)));
     }
     std::unique_ptr<whole::transport> t;
     try {
@@ -115,9 +115,8 @@ extern "C" dao_status dao_comm_create_transport(const dao_comm_transport* transp
       throw error(e.status(), strprintf("%s: %s", fn, e.what()));
     }
     // A NULL out is this rank's failure; the others must hear of it.
-    const outcome pre = out == nullptr
-                            ? outcome{DAO_ERR_INVALID_ARGUMENT, "out must not be NULL"}
-                            : outcome{};
+    const outcome pre =
+        out == nullptr ? outcome{DAO_ERR_INVALID_ARGUMENT, "out must not be NULL"} : outcome{};
     std::unique_ptr<whole::communicator> impl =
         whole::make_communicator(std::move(t), place, fn, pre);
     *out = wrap(std::move(impl));
@@ -331,16 +330,14 @@ extern "C" dao_status dao_whole_get_base(const dao_whole* whole, void** base) {
 
 extern "C" dao_status dao_whole_gather(dao_whole* whole, const int64_t* indices, size_t count,
                                        void* dst) {
-  return guarded([&] {
-    checked_whole(whole, "dao_whole_gather").impl->gather(indices, count, dst);
-  });
+  return guarded(
+      [&] { checked_whole(whole, "dao_whole_gather").impl->gather(indices, count, dst); });
 }
 
 extern "C" dao_status dao_whole_scatter(dao_whole* whole, const void* src, const int64_t* indices,
                                         size_t count) {
-  return guarded([&] {
-    checked_whole(whole, "dao_whole_scatter").impl->scatter(src, indices, count);
-  });
+  return guarded(
+      [&] { checked_whole(whole, "dao_whole_scatter").impl->scatter(src, indices, count); });
 }
 
 extern "C" dao_status dao_whole_store(dao_whole* whole, const char* path) {

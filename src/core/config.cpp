@@ -37,10 +37,8 @@ std::uint64_t unit_multiplier(std::string_view unit) {
     std::uint64_t factor;
   };
   static const row rows[] = {
-      {{"", "b", nullptr}, 1},
-      {{"k", "kb", "kib"}, 1ull << 10},
-      {{"m", "mb", "mib"}, 1ull << 20},
-      {{"g", "gb", "gib"}, 1ull << 30},
+      {{"", "b", nullptr}, 1},          {{"k", "kb", "kib"}, 1ull << 10},
+      {{"m", "mb", "mib"}, 1ull << 20}, {{"g", "gb", "gib"}, 1ull << 30},
       {{"t", "tb", "tib"}, 1ull << 40},
   };
   for (const row& r : rows)
@@ -55,9 +53,8 @@ std::size_t parse_size(std::string_view text, std::string_view what) {
   std::string_view s = trim_spaces(text);
   std::size_t digits_end = 0;
   bool seen_dot = false;
-  while (digits_end < s.size() &&
-         (std::isdigit(static_cast<unsigned char>(s[digits_end])) ||
-          (s[digits_end] == '.' && !seen_dot))) {
+  while (digits_end < s.size() && (std::isdigit(static_cast<unsigned char>(s[digits_end])) ||
+                                   (s[digits_end] == '.' && !seen_dot))) {
     if (s[digits_end] == '.') seen_dot = true;
     ++digits_end;
   }
@@ -68,13 +65,11 @@ std::size_t parse_size(std::string_view text, std::string_view what) {
     throw invalid_argument(strprintf(
         "%.*s: '%.*s' is not a size (expected a number with an optional unit "
         "B, KiB, MiB, GiB or TiB, for example 64MiB)",
-        static_cast<int>(what.size()), what.data(), static_cast<int>(text.size()),
-        text.data()));
+        static_cast<int>(what.size()), what.data(), static_cast<int>(text.size()), text.data()));
   }
   const auto too_large = [&]() {
-    return invalid_argument(strprintf("%.*s: '%.*s' is too large",
-                                      static_cast<int>(what.size()), what.data(),
-                                      static_cast<int>(text.size()), text.data()));
+    return invalid_argument(strprintf("%.*s: '%.*s' is too large", static_cast<int>(what.size()),
+                                      what.data(), static_cast<int>(text.size()), text.data()));
   };
   if (!seen_dot) {
     errno = 0;
@@ -117,9 +112,8 @@ config config::parse(std::string_view text, std::string context) {
     std::string key(trim_spaces(item.substr(0, eq)));
     std::string value(trim_spaces(item.substr(eq + 1)));
     if (key.empty() || value.empty()) {
-      throw invalid_argument(strprintf("%s: '%.*s' has an empty key or value",
-                                       c.context_.c_str(), static_cast<int>(item.size()),
-                                       item.data()));
+      throw invalid_argument(strprintf("%s: '%.*s' has an empty key or value", c.context_.c_str(),
+                                       static_cast<int>(item.size()), item.data()));
     }
     if (c.find(key) != nullptr) {
       throw invalid_argument(
@@ -165,8 +159,8 @@ std::optional<bool> config::take_bool(std::string_view key) {
     if (iequals(e->value, yes)) return true;
   for (const char* no : {"0", "false", "no", "off"})
     if (iequals(e->value, no)) return false;
-  throw invalid_argument(strprintf("%s: %s='%s' is not a boolean (true/false)",
-                                   context_.c_str(), e->key.c_str(), e->value.c_str()));
+  throw invalid_argument(strprintf("%s: %s='%s' is not a boolean (true/false)", context_.c_str(),
+                                   e->key.c_str(), e->value.c_str()));
 }
 
 std::optional<std::string> config::take_string(std::string_view key) {

@@ -36,9 +36,9 @@ class error : public std::runtime_error {
   dao_status status_;
 };
 
-#define DAO_DEFINE_ERROR_(name, code)                                  \
-  class name : public error {                                          \
-   public:                                                             \
+#define DAO_DEFINE_ERROR_(name, code)                                   \
+  class name : public error {                                           \
+   public:                                                              \
     explicit name(const std::string& message) : error(code, message) {} \
   };
 

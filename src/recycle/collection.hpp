@@ -19,8 +19,8 @@ class collection {
   // Creates a pool under `name` (see recycle_pool::create) and keeps it.
   // Throws invalid_argument for a NULL, empty or used name.
   recycle_pool& add(const char* name, dao_place place, std::size_t element_size, int ndim,
-                        const std::size_t* shape, std::size_t max_buffers,
-                        std::size_t preallocate, const char* config);
+                    const std::size_t* shape, std::size_t max_buffers, std::size_t preallocate,
+                    const char* config);
   // Throws not_found listing the names there are.
   recycle_pool& find(const char* name);
   void close_all() noexcept;

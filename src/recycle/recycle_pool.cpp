@@ -50,8 +50,7 @@ std::uint64_t field(std::uint64_t counts, int shift) noexcept {
 
 void raise_peak(std::atomic<std::uint64_t>& peak, std::uint64_t value) noexcept {
   std::uint64_t seen = peak.load(std::memory_order_relaxed);
-  while (value > seen &&
-         !peak.compare_exchange_weak(seen, value, std::memory_order_relaxed)) {
+  while (value > seen && !peak.compare_exchange_weak(seen, value, std::memory_order_relaxed)) {
   }
 }
 
@@ -88,17 +87,16 @@ std::uint32_t parse_spin(const std::string& text, const std::string& context) {
   for (char ch : text) digits = digits && ch >= '0' && ch <= '9';
   unsigned long long value = digits ? std::strtoull(text.c_str(), nullptr, 10) : 0;
   if (!digits || value > (1ull << 30)) {
-    throw invalid_argument(strprintf(
-        "%s: spin='%s' is not a whole number of iterations from 0 to %llu", context.c_str(),
-        text.c_str(), 1ull << 30));
+    throw invalid_argument(
+        strprintf("%s: spin='%s' is not a whole number of iterations from 0 to %llu",
+                  context.c_str(), text.c_str(), 1ull << 30));
   }
   return static_cast<std::uint32_t>(value);
 }
 
 pool_params check_params(std::size_t element_size, int ndim, const std::size_t* shape,
-                         std::size_t max_buffers, std::size_t preallocate,
-                         const char* config_text, const char* function,
-                         const std::string& default_name) {
+                         std::size_t max_buffers, std::size_t preallocate, const char* config_text,
+                         const char* function, const std::string& default_name) {
   pool_params p;
   if (element_size == 0) {
     throw invalid_argument(strprintf("%s: element_size must be > 0", function));
@@ -117,9 +115,9 @@ pool_params check_params(std::size_t element_size, int ndim, const std::size_t* 
     if (bytes > std::numeric_limits<std::size_t>::max() / shape[d]) {
       std::string text;
       for (int e = 0; e < ndim; ++e) text += strprintf("%s%zu", e == 0 ? "" : " x ", shape[e]);
-      throw invalid_argument(strprintf(
-          "%s: element_size %zu x shape (%s) overflows the size of a buffer", function,
-          element_size, text.c_str()));
+      throw invalid_argument(
+          strprintf("%s: element_size %zu x shape (%s) overflows the size of a buffer", function,
+                    element_size, text.c_str()));
     }
     bytes *= shape[d];
     p.shape[d] = shape[d];
@@ -152,9 +150,8 @@ pool_params check_params(std::size_t element_size, int ndim, const std::size_t* 
 
 std::unique_ptr<recycle_pool> recycle_pool::create(dao_place place, std::size_t element_size,
                                                    int ndim, const std::size_t* shape,
-                                                   std::size_t max_buffers,
-                                                   std::size_t preallocate, const char* config,
-                                                   const char* function,
+                                                   std::size_t max_buffers, std::size_t preallocate,
+                                                   const char* config, const char* function,
                                                    const std::string& default_name) {
   pool_params p = check_params(element_size, ndim, shape, max_buffers, preallocate, config,
                                function, default_name);
@@ -171,9 +168,9 @@ std::unique_ptr<recycle_pool> recycle_pool::create(dao_place place, std::size_t 
   return pool;
 }
 
-recycle_pool::recycle_pool(dao_place place, strategy& allocator, std::size_t element_size,
-                           int ndim, const std::size_t* shape, std::size_t bytes,
-                           std::size_t max_buffers, std::uint32_t spin, std::string name)
+recycle_pool::recycle_pool(dao_place place, strategy& allocator, std::size_t element_size, int ndim,
+                           const std::size_t* shape, std::size_t bytes, std::size_t max_buffers,
+                           std::uint32_t spin, std::string name)
     : place_(place),
       allocator_(&allocator),
       element_size_(element_size),
@@ -357,7 +354,8 @@ recycle_pool::attempt recycle_pool::wait_for(wait_point& w, Attempt&& try_once, 
     }
     w.waiters.fetch_sub(1, std::memory_order_relaxed);
   }
-  const auto waited = std::chrono::duration_cast<std::chrono::nanoseconds>(clock_type::now() - start);
+  const auto waited =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(clock_type::now() - start);
   wait_ns.fetch_add(static_cast<std::uint64_t>(waited.count()), std::memory_order_relaxed);
   return result;
 }
@@ -405,8 +403,8 @@ dao_status recycle_pool::timeout_status(const char* function, const char* tried_
     std::snprintf(text, sizeof text, "%s: pool '%s' %s (tried once: the timeout is 0; %s)",
                   function, name_.c_str(), tried_once, counts);
   } else {
-    std::snprintf(text, sizeof text, "%s: pool '%s': %s within %g s (%s)", function,
-                  name_.c_str(), waited, timeout, counts);
+    std::snprintf(text, sizeof text, "%s: pool '%s': %s within %g s (%s)", function, name_.c_str(),
+                  waited, timeout, counts);
   }
   return set_last_error(DAO_ERR_TIMEOUT, text);
 }
@@ -460,8 +458,7 @@ dao_status recycle_pool::acquire(double timeout, recycle_buffer*& out) {
       acquired_.fetch_add(1, std::memory_order_relaxed);
       out = b;
       return DAO_OK;
-    case attempt::closed:
-      return closed_status(kFunction, "; it gives out no more buffers");
+    case attempt::closed: return closed_status(kFunction, "; it gives out no more buffers");
     case attempt::none:
     default:
       return timeout_status(kFunction, "has no free buffer", "no buffer became free", timeout);
@@ -478,10 +475,10 @@ dao_status recycle_pool::submit(recycle_buffer& b) {
           static_cast<void*>(&b), name_.c_str()));
     }
     if ((s & kRefMask) == 0) {
-      throw invalid_state(strprintf(
-          "dao_recycle_submit: buffer %p of pool '%s' is free: all its references were "
-          "released; nothing changed",
-          static_cast<void*>(&b), name_.c_str()));
+      throw invalid_state(
+          strprintf("dao_recycle_submit: buffer %p of pool '%s' is free: all its references were "
+                    "released; nothing changed",
+                    static_cast<void*>(&b), name_.c_str()));
     }
     if (b.state.compare_exchange_weak(s, (s - 1) | kQueuedBit, std::memory_order_acq_rel,
                                       std::memory_order_relaxed))
@@ -491,8 +488,9 @@ dao_status recycle_pool::submit(recycle_buffer& b) {
   submitted_.fetch_add(1, std::memory_order_relaxed);
   // The position in the ready ring is the submission number: take pops in
   // the same order.
-  ready_.push(b.index,
-              [&b](std::uint64_t position) { b.sequence.store(position, std::memory_order_relaxed); });
+  ready_.push(b.index, [&b](std::uint64_t position) {
+    b.sequence.store(position, std::memory_order_relaxed);
+  });
   wake_one(ready_wait_);
   return DAO_OK;
 }
@@ -516,12 +514,10 @@ dao_status recycle_pool::take(double timeout, recycle_buffer*& out) {
       taken_.fetch_add(1, std::memory_order_relaxed);
       out = b;
       return DAO_OK;
-    case attempt::closed:
-      return closed_status(kFunction, " and its queue is empty");
+    case attempt::closed: return closed_status(kFunction, " and its queue is empty");
     case attempt::none:
     default:
-      return timeout_status(kFunction, "has nothing queued", "nothing was submitted",
-                            timeout);
+      return timeout_status(kFunction, "has nothing queued", "nothing was submitted", timeout);
   }
 }
 
@@ -544,10 +540,10 @@ dao_status recycle_pool::retain(recycle_buffer& b) {
                                 : "free (all its references were released)"));
     }
     if (refs == kRefMask) {
-      throw invalid_state(strprintf("recycle_buffer_retain: buffer %p of pool '%s' already has %llu "
-                                    "references, the most it can have",
-                                    static_cast<void*>(&b), name_.c_str(),
-                                    static_cast<unsigned long long>(refs)));
+      throw invalid_state(
+          strprintf("recycle_buffer_retain: buffer %p of pool '%s' already has %llu "
+                    "references, the most it can have",
+                    static_cast<void*>(&b), name_.c_str(), static_cast<unsigned long long>(refs)));
     }
     if (b.state.compare_exchange_weak(s, s + 1, std::memory_order_relaxed,
                                       std::memory_order_relaxed))

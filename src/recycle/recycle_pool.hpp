@@ -72,10 +72,10 @@ class recycle_pool {
   // out_of_memory; on failure nothing is kept. `function` names the C
   // function in messages; `default_name` labels the pool when the config has
   // no `name` ("unnamed" when it is empty too).
-  static std::unique_ptr<recycle_pool> create(dao_place place, std::size_t element_size,
-                                              int ndim, const std::size_t* shape,
-                                              std::size_t max_buffers, std::size_t preallocate,
-                                              const char* config, const char* function,
+  static std::unique_ptr<recycle_pool> create(dao_place place, std::size_t element_size, int ndim,
+                                              const std::size_t* shape, std::size_t max_buffers,
+                                              std::size_t preallocate, const char* config,
+                                              const char* function,
                                               const std::string& default_name);
   // Frees every buffer's memory. The caller has checked out_count().
   ~recycle_pool();
@@ -145,7 +145,7 @@ class recycle_pool {
   void poison(const void* data) const noexcept;
   void unpoison(const void* data) const noexcept;
 
-  strategy* allocator_;  // the place default
+  strategy* allocator_;       // the place default
   bool host_memory_ = false;  // the place's memory is host memory: poisoned when free
   std::size_t element_size_;
   int ndim_;

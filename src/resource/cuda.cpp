@@ -47,7 +47,8 @@ class cuda_resource final : public system_resource {
       : driver_(driver), kind_(kind), device_(device) {}
 
   void* allocate(std::size_t bytes) override {
-    if (faults::inject(faults::alloc)) faults::raise_fault(faults::alloc, place_to_string(place()) + ": allocate");
+    if (faults::inject(faults::alloc))
+      faults::raise_fault(faults::alloc, place_to_string(place()) + ": allocate");
     cuda_context_scope scope(driver_, driver_.primary_context(device_));
     check_pushed(scope);
     const cuda_driver_api& api = driver_.api();
@@ -79,8 +80,8 @@ class cuda_resource final : public system_resource {
     if (reinterpret_cast<std::uintptr_t>(p) % kMinAlignment != 0) {
       release(p);
       throw backend_error(strprintf("%s: %s(%s) returned %p, not aligned to %zu bytes",
-                                    name().c_str(), alloc_call(kind_),
-                                    format_bytes(bytes).c_str(), p, kMinAlignment));
+                                    name().c_str(), alloc_call(kind_), format_bytes(bytes).c_str(),
+                                    p, kMinAlignment));
     }
     return p;
   }
@@ -107,8 +108,8 @@ class cuda_resource final : public system_resource {
     CUresult r = scope.status();
     if (r == CUDA_SUCCESS) r = driver_.api().mem_get_info(&free_bytes, &total_bytes);
     if (r != CUDA_SUCCESS) {
-      throw backend_error(strprintf("%s: cuMemGetInfo failed: %s", name().c_str(),
-                                    driver_.error_text(r).c_str()));
+      throw backend_error(
+          strprintf("%s: cuMemGetInfo failed: %s", name().c_str(), driver_.error_text(r).c_str()));
     }
     return memory_info{free_bytes, total_bytes};
   }
@@ -183,7 +184,8 @@ class cuda_resource final : public system_resource {
   }
 
   void map(void* addr, std::size_t bytes) override {
-    if (faults::inject(faults::map)) faults::raise_fault(faults::map, place_to_string(place()) + ": map");
+    if (faults::inject(faults::map))
+      faults::raise_fault(faults::map, place_to_string(place()) + ": map");
     const std::size_t g = map_granularity();
     if (g == 0) return system_resource::map(addr, bytes);  // throws unsupported
     const CUdeviceptr base = to_device(addr);
@@ -332,8 +334,8 @@ class cuda_resource final : public system_resource {
   // Called with the context current, so cuMemGetInfo sees this device.
   // `verb` is "allocate" or "map"; `call` the driver call that failed.
   std::string oom_message(std::size_t bytes, const char* verb, const char* call) const {
-    std::string head = strprintf("%s: out of memory: tried to %s %s (%s: %s)", name().c_str(),
-                                 verb, format_bytes(bytes).c_str(), call,
+    std::string head = strprintf("%s: out of memory: tried to %s %s (%s: %s)", name().c_str(), verb,
+                                 format_bytes(bytes).c_str(), call,
                                  driver_.error_text(CUDA_ERROR_OUT_OF_MEMORY).c_str());
     if (kind_ == cuda_memory::pinned) {
       return head + strprintf("; the host has %s of physical memory, %s of it available",
@@ -374,8 +376,7 @@ class cuda_backend_impl final : public backend {
       case cuda_memory::pinned:
         return "page-locked host memory (cuMemHostAlloc, portable) through " + driver_.summary();
       case cuda_memory::managed:
-        return "managed memory (cuMemAllocManaged, attached globally) through " +
-               driver_.summary();
+        return "managed memory (cuMemAllocManaged, attached globally) through " + driver_.summary();
     }
     return driver_.summary();
   }

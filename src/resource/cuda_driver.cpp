@@ -78,8 +78,8 @@ void cuda_driver::load_or_throw() {
     std::string why = last_dl_error();
     reason_ = from_env ? strprintf("%s (from DAO_CUDA_LIBRARY) could not be loaded (dlopen: %s)",
                                    library_.c_str(), why.c_str())
-                       : strprintf("%s not found: no NVIDIA driver (dlopen: %s)",
-                                   library_.c_str(), why.c_str());
+                       : strprintf("%s not found: no NVIDIA driver (dlopen: %s)", library_.c_str(),
+                                   why.c_str());
     return;
   }
   // The handle is never closed: see the class comment.
@@ -221,8 +221,8 @@ CUcontext cuda_driver::primary_context(int device) {
   CUcontext ctx = nullptr;
   if (r == CUDA_SUCCESS) r = api_.primary_ctx_retain(&ctx, dev);
   if (r != CUDA_SUCCESS || ctx == nullptr) {
-    throw backend_error(strprintf("cuda:%d: cuDevicePrimaryCtxRetain failed: %s", device,
-                                  error_text(r).c_str()));
+    throw backend_error(
+        strprintf("cuda:%d: cuDevicePrimaryCtxRetain failed: %s", device, error_text(r).c_str()));
   }
   slot.store(ctx, std::memory_order_release);
   return ctx;

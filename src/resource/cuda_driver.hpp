@@ -79,9 +79,9 @@ struct cuda_driver_api {
   // Every virtual memory entry point above was found.
   bool has_virtual_memory() const noexcept {
     return device_get_attribute != nullptr && mem_get_allocation_granularity != nullptr &&
-           mem_address_reserve != nullptr && mem_address_free != nullptr &&
-           mem_create != nullptr && mem_release != nullptr && mem_map != nullptr &&
-           mem_unmap != nullptr && mem_set_access != nullptr && ctx_synchronize != nullptr;
+           mem_address_reserve != nullptr && mem_address_free != nullptr && mem_create != nullptr &&
+           mem_release != nullptr && mem_map != nullptr && mem_unmap != nullptr &&
+           mem_set_access != nullptr && ctx_synchronize != nullptr;
   }
 };
 

@@ -108,8 +108,8 @@ class cuda_stream final : public stream_impl {
   void copy(void* dst, const void* src, std::size_t bytes) override {
     faults::maybe_fail(faults::copy, "cuda stream: copy");
     pushed_context scope(driver_, ctx_, name_);
-    check(driver_, driver_.api().memcpy_async(device_pointer(dst), device_pointer(src), bytes,
-                                              stream_),
+    check(driver_,
+          driver_.api().memcpy_async(device_pointer(dst), device_pointer(src), bytes, stream_),
           name_, "cuMemcpyAsync");
   }
 
@@ -170,13 +170,12 @@ std::unique_ptr<stream_impl> make_cuda_stream(cuda_driver& driver, CUcontext ctx
   return std::make_unique<cuda_stream>(driver, ctx, nullptr, true, std::move(name));
 }
 
-std::unique_ptr<stream_impl> wrap_cuda_stream(cuda_driver& driver, CUcontext ctx,
-                                              CUstream native, std::string name) {
+std::unique_ptr<stream_impl> wrap_cuda_stream(cuda_driver& driver, CUcontext ctx, CUstream native,
+                                              std::string name) {
   return std::make_unique<cuda_stream>(driver, ctx, native, false, std::move(name));
 }
 
-std::unique_ptr<event_impl> make_cuda_event(cuda_driver& driver, CUcontext ctx,
-                                            std::string name) {
+std::unique_ptr<event_impl> make_cuda_event(cuda_driver& driver, CUcontext ctx, std::string name) {
   return std::make_unique<cuda_event>(driver, ctx, std::move(name));
 }
 

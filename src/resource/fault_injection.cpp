@@ -16,8 +16,8 @@ namespace {
 struct site_state {
   std::atomic<bool> armed{false};
   std::atomic<std::uint64_t> calls{0};
-  std::atomic<std::uint64_t> fail_at{0};       // call number that fails; 0: none
-  std::atomic<std::uint64_t> threshold{0};     // probability * 2^64; 0: none
+  std::atomic<std::uint64_t> fail_at{0};    // call number that fails; 0: none
+  std::atomic<std::uint64_t> threshold{0};  // probability * 2^64; 0: none
   std::atomic<std::uint64_t> draws{0};
   std::atomic<std::uint64_t> seed{0};
   std::atomic<std::uint64_t> injected{0};
@@ -40,8 +40,7 @@ void arm_from_environment() noexcept {
   if (spec == nullptr || *spec == '\0') return;
   if (!arm_spec(spec)) {
     // No status can reach anyone here: say it where a tester will look.
-    std::fprintf(stderr, "libdao: DAO_FAULT_INJECT='%s' is malformed; no faults injected\n",
-                 spec);
+    std::fprintf(stderr, "libdao: DAO_FAULT_INJECT='%s' is malformed; no faults injected\n", spec);
   }
 }
 
@@ -73,8 +72,7 @@ bool inject(site s) noexcept {
   if (!st.armed.load(std::memory_order_relaxed)) return false;
   bool fail = false;
   std::uint64_t at = st.fail_at.load(std::memory_order_relaxed);
-  if (at != 0 && n == at &&
-      st.fail_at.compare_exchange_strong(at, 0, std::memory_order_relaxed))
+  if (at != 0 && n == at && st.fail_at.compare_exchange_strong(at, 0, std::memory_order_relaxed))
     fail = true;
   const std::uint64_t threshold = st.threshold.load(std::memory_order_relaxed);
   if (!fail && threshold != 0) {
@@ -110,8 +108,8 @@ void set_probability(site s, double p, std::uint64_t seed) noexcept {
 }  // namespace
 
 void raise_fault(site s, const std::string& where) {
-  const std::string message = where + ": failed (injected fault at site '" +
-                              site_name(s) + "', call " + std::to_string(calls(s)) +
+  const std::string message = where + ": failed (injected fault at site '" + site_name(s) +
+                              "', call " + std::to_string(calls(s)) +
                               "; DAO_FAULT_INJECT or a test armed it)";
   if (s == copy) throw backend_error(message);
   throw out_of_memory(message);

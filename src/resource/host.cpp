@@ -75,9 +75,9 @@ class host_resource final : public system_resource {
   void map(void* addr, std::size_t bytes) override {
     faults::maybe_fail(faults::map, "cpu: map");
     if (!host_commit(addr, bytes)) {
-      throw out_of_memory(strprintf(
-          "cpu: out of memory: tried to map %s; the operating system refused",
-          format_bytes(bytes).c_str()));
+      throw out_of_memory(
+          strprintf("cpu: out of memory: tried to map %s; the operating system refused",
+                    format_bytes(bytes).c_str()));
     }
   }
   void unmap(void* addr, std::size_t bytes) noexcept override { host_decommit(addr, bytes); }
@@ -87,13 +87,13 @@ class host_backend_impl final : public backend {
  public:
   int device_count() override { return 1; }
   std::string description() override {
-    return strprintf("host memory (posix_memalign, %zu-byte alignment), %s physical",
-                     kMinAlignment, format_bytes(host_total_memory()).c_str());
+    return strprintf("host memory (posix_memalign, %zu-byte alignment), %s physical", kMinAlignment,
+                     format_bytes(host_total_memory()).c_str());
   }
   system_resource& resource(int device) override {
     if (device != 0) {
-      throw no_device(strprintf("cpu device %d does not exist: the cpu place has only device 0",
-                                device));
+      throw no_device(
+          strprintf("cpu device %d does not exist: the cpu place has only device 0", device));
     }
     return resource_;
   }

@@ -24,8 +24,8 @@ backend& backend_for(int kind) {
     case DAO_PLACE_CUDA_MANAGED: return cuda_managed_backend();
     case DAO_PLACE_SIM: return sim_backend();
   }
-  throw invalid_argument(strprintf("unknown place kind %d (valid kinds are 0..%d)",
-                                   kind, DAO_PLACE_KIND_COUNT - 1));
+  throw invalid_argument(
+      strprintf("unknown place kind %d (valid kinds are 0..%d)", kind, DAO_PLACE_KIND_COUNT - 1));
 }
 
 system_resource& resource_for(dao_place place) {

@@ -53,9 +53,9 @@ std::vector<std::size_t> parse_sim_devices(std::string_view text) {
       count = parsed;
       item = item.substr(x + 1);
     }
-    std::size_t capacity = parse_size(
-        item, strprintf("%.*s='%.*s'", static_cast<int>(var.size()), var.data(),
-                        static_cast<int>(text.size()), text.data()));
+    std::size_t capacity =
+        parse_size(item, strprintf("%.*s='%.*s'", static_cast<int>(var.size()), var.data(),
+                                   static_cast<int>(text.size()), text.data()));
     if (capacity == 0) {
       throw invalid_argument(strprintf("DAO_SIM_DEVICES='%.*s': a capacity must be > 0",
                                        static_cast<int>(text.size()), text.data()));
@@ -79,14 +79,15 @@ class sim_device final : public system_resource {
   sim_device(int index, std::size_t capacity) : index_(index), capacity_(capacity) {}
 
   void* allocate(std::size_t bytes) override {
-    if (faults::inject(faults::alloc)) faults::raise_fault(faults::alloc, place_to_string(place()) + ": allocate");
+    if (faults::inject(faults::alloc))
+      faults::raise_fault(faults::alloc, place_to_string(place()) + ": allocate");
     // Count what the host really hands out: whole 256-byte units.
     std::size_t rounded = take(bytes, kMinAlignment);
     void* p = host_aligned_alloc(rounded);
     if (p == nullptr) {
       used_.fetch_sub(rounded, std::memory_order_relaxed);
-      throw out_of_memory(strprintf("sim:%d: the host could not back %s of device memory",
-                                    index_, format_bytes(bytes).c_str()));
+      throw out_of_memory(strprintf("sim:%d: the host could not back %s of device memory", index_,
+                                    format_bytes(bytes).c_str()));
     }
     return p;
   }
@@ -123,7 +124,8 @@ class sim_device final : public system_resource {
     host_release(base, bytes);
   }
   void map(void* addr, std::size_t bytes) override {
-    if (faults::inject(faults::map)) faults::raise_fault(faults::map, place_to_string(place()) + ": map");
+    if (faults::inject(faults::map))
+      faults::raise_fault(faults::map, place_to_string(place()) + ": map");
     take(bytes, 1);
     if (!host_commit(addr, bytes)) {
       used_.fetch_sub(bytes, std::memory_order_relaxed);
@@ -150,11 +152,11 @@ class sim_device final : public system_resource {
   }
 
   out_of_memory full(std::size_t bytes, std::size_t used) const {
-    return out_of_memory(strprintf(
-        "sim:%d: out of memory: tried to allocate %s; the device has a capacity of %s, "
-        "of which %s is in use and %s is free",
-        index_, format_bytes(bytes).c_str(), format_bytes(capacity_).c_str(),
-        format_bytes(used).c_str(), format_bytes(capacity_ - used).c_str()));
+    return out_of_memory(
+        strprintf("sim:%d: out of memory: tried to allocate %s; the device has a capacity of %s, "
+                  "of which %s is in use and %s is free",
+                  index_, format_bytes(bytes).c_str(), format_bytes(capacity_).c_str(),
+                  format_bytes(used).c_str(), format_bytes(capacity_ - used).c_str()));
   }
 
   int index_;
@@ -173,8 +175,8 @@ class sim_backend_impl final : public backend {
   std::string description() override {
     std::lock_guard<std::mutex> lock(mutex_);
     freeze_locked();
-    std::string out = strprintf("simulated devices (host memory with a hard capacity), from %s",
-                                source_.c_str());
+    std::string out =
+        strprintf("simulated devices (host memory with a hard capacity), from %s", source_.c_str());
     return out;
   }
 
@@ -182,10 +184,10 @@ class sim_backend_impl final : public backend {
     std::lock_guard<std::mutex> lock(mutex_);
     freeze_locked();
     if (device < 0 || device >= static_cast<int>(devices_.size())) {
-      throw no_device(strprintf(
-          "sim device %d does not exist: %zu simulated device(s) configured from %s "
-          "(set DAO_SIM_DEVICES, e.g. 2x512MiB, or call dao_sim_configure)",
-          device, devices_.size(), source_.c_str()));
+      throw no_device(
+          strprintf("sim device %d does not exist: %zu simulated device(s) configured from %s "
+                    "(set DAO_SIM_DEVICES, e.g. 2x512MiB, or call dao_sim_configure)",
+                    device, devices_.size(), source_.c_str()));
     }
     return *devices_[static_cast<std::size_t>(device)];
   }
@@ -200,10 +202,10 @@ class sim_backend_impl final : public backend {
     std::lock_guard<std::mutex> lock(mutex_);
     if (frozen_) {
       if (capacities == frozen_capacities()) return;
-      throw invalid_state(strprintf(
-          "dao_sim_configure: simulated devices are already in use (configured from %s); "
-          "call dao_sim_configure before the first use of a SIM place",
-          source_.c_str()));
+      throw invalid_state(
+          strprintf("dao_sim_configure: simulated devices are already in use (configured from %s); "
+                    "call dao_sim_configure before the first use of a SIM place",
+                    source_.c_str()));
     }
     api_capacities_ = capacities;
     api_configured_ = true;

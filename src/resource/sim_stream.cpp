@@ -259,18 +259,10 @@ class sim_stream final : public stream_impl {
     // the stream goes on.
     try {
       switch (t.what) {
-        case task::kind::copy:
-          std::memcpy(t.dst, t.src, t.bytes);
-          break;
-        case task::kind::host_fn:
-          t.fn(t.user_data);
-          break;
-        case task::kind::marker:
-          retire(t);
-          break;
-        case task::kind::wait:
-          t.event->wait_for(t.generation);
-          break;
+        case task::kind::copy: std::memcpy(t.dst, t.src, t.bytes); break;
+        case task::kind::host_fn: t.fn(t.user_data); break;
+        case task::kind::marker: retire(t); break;
+        case task::kind::wait: t.event->wait_for(t.generation); break;
       }
     } catch (...) {
     }
@@ -295,6 +287,5 @@ std::unique_ptr<stream_impl> make_sim_stream(dao_place place) {
 }
 
 std::unique_ptr<event_impl> make_sim_event() { return std::make_unique<sim_event>(); }
-
 
 }  // namespace dao::detail

@@ -18,5 +18,4 @@ std::unique_ptr<stream_impl> make_sim_stream(dao_place place);
 // A SIM event; it counts as completed until it is first recorded.
 std::unique_ptr<event_impl> make_sim_event();
 
-
 }  // namespace dao::detail

@@ -31,8 +31,7 @@ class sync_stream final : public stream_impl {
   // All earlier work has run, so the marked point is already reached.
   void record(event_impl& event) override {
     if (dynamic_cast<sync_event*>(&event) == nullptr) {
-      throw invalid_argument(
-          "record: the event is not an event of a synchronous stream's place");
+      throw invalid_argument("record: the event is not an event of a synchronous stream's place");
     }
   }
   // Any kind of event: waiting on the calling thread orders everything after.
@@ -48,9 +47,9 @@ std::unique_ptr<stream_impl> system_resource::create_stream() {
 }
 
 std::unique_ptr<stream_impl> system_resource::wrap_stream(void*) {
-  throw unsupported(strprintf(
-      "dao_stream_wrap: %s has no native streams to wrap (only CUDA places have them)",
-      place_to_string(place()).c_str()));
+  throw unsupported(
+      strprintf("dao_stream_wrap: %s has no native streams to wrap (only CUDA places have them)",
+                place_to_string(place()).c_str()));
 }
 
 std::unique_ptr<event_impl> system_resource::create_event() {

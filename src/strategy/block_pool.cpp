@@ -11,7 +11,9 @@ namespace {
 
 constexpr std::size_t kMinBlock = caching_options::kMinBlock;
 
-std::size_t round_up(std::size_t x, std::size_t unit) noexcept { return (x + unit - 1) / unit * unit; }
+std::size_t round_up(std::size_t x, std::size_t unit) noexcept {
+  return (x + unit - 1) / unit * unit;
+}
 
 }  // namespace
 
@@ -39,7 +41,6 @@ std::size_t block_pool::round_size(std::size_t bytes) const {
   }
   return round_up(bytes, kMinBlock);
 }
-
 
 // ------------------------------------------------------------ bookkeeping
 
@@ -137,7 +138,6 @@ void block_pool::bin_remove(std::uint32_t index) noexcept {
   in_bin_[index] = 0;
   if (b.counted_split) count_split(b, false);
 }
-
 
 // Best fit within a few percent: the smallest fitting block among the first
 // of the request's own bin, else the first fitting block of the next

@@ -45,8 +45,8 @@ buddy_options buddy_options::from_config(config& cfg, const memory_source& upstr
                                      ctx, o.chunk_size, o.min_block));
   }
   if (log2_exact(o.chunk_size) - log2_exact(o.min_block) >= kBuddyMaxOrders) {
-    throw invalid_argument(strprintf("%s: chunk_size/min_block must be below 2^%d", ctx,
-                                     kBuddyMaxOrders));
+    throw invalid_argument(
+        strprintf("%s: chunk_size/min_block must be below 2^%d", ctx, kBuddyMaxOrders));
   }
   if (o.limit.max_pool != 0 && o.initial_pool > o.limit.max_pool) {
     throw invalid_argument(strprintf("%s: initial_pool (%s) is larger than max_pool (%s)", ctx,
@@ -244,7 +244,8 @@ void* buddy_strategy::allocate(std::size_t bytes, const stream_object*) {
     blocks_[index].order = static_cast<std::uint8_t>(j);
     std::uintptr_t upper = blocks_[index].addr + order_bytes(j);
     std::uint32_t r = new_record();
-    blocks_[r] = block{upper, 0, blocks_[index].chunk, kNone, kNone, static_cast<std::uint8_t>(j), true};
+    blocks_[r] =
+        block{upper, 0, blocks_[index].chunk, kNone, kNone, static_cast<std::uint8_t>(j), true};
     by_address_.insert(upper, r);
     push_free(r);
   }
@@ -300,10 +301,10 @@ void buddy_strategy::deallocate(void* p) {
   if (index == pointer_map::npos) {
     auto it = large_.find(addr);
     if (it == large_.end()) {
-      throw invalid_pointer(strprintf(
-          "buddy allocator on %s: pointer %p is not a live allocation of this allocator "
-          "(allocated elsewhere, already freed, or not the start of a block)",
-          place_to_string(upstream().place()).c_str(), p));
+      throw invalid_pointer(
+          strprintf("buddy allocator on %s: pointer %p is not a live allocation of this allocator "
+                    "(allocated elsewhere, already freed, or not the start of a block)",
+                    place_to_string(upstream().place()).c_str(), p));
     }
     source_.deallocate(p, it->second.bytes);
     counters_.on_free(it->second.bytes, it->second.requested);

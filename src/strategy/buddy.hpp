@@ -101,9 +101,9 @@ class buddy_strategy final : public strategy {
   }
 
   buddy_options options_;
-  limit_source source_;  // the upstream, capped by max_pool
+  limit_source source_;       // the upstream, capped by max_pool
   bool host_memory_ = false;  // upstream().host_accessible(), for poisoning
-  int top_order_;  // order of a full chunk
+  int top_order_;             // order of a full chunk
 
   mutable fast_mutex mutex_;
   std::vector<block> blocks_;

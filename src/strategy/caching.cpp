@@ -137,8 +137,8 @@ std::size_t caching_strategy::release_holes(std::size_t bytes, std::uint32_t kee
 // Before reserved memory grows past what is in use by more than the slack,
 // cached pages elsewhere are given back: the peak stays near the live
 // memory, not the high-water mark of the addresses.
-void caching_strategy::ensure_mapped(std::uint32_t segment, std::uintptr_t start,
-                                     std::size_t bytes, std::uint32_t target) {
+void caching_strategy::ensure_mapped(std::uint32_t segment, std::uintptr_t start, std::size_t bytes,
+                                     std::uint32_t target) {
   if (segments_.prefix_holds(segment, start, bytes)) return;  // the common case
   collect_garbage(target);
   segment_map::mapping m;
@@ -178,8 +178,8 @@ std::size_t caching_strategy::release_cached(bool wait, bool dead_streams_only) 
       for (std::uint32_t i = first; i != kNone; i = blocks_[i].next) {
         const block& b = blocks_[i];
         if (b.st == state::free)
-          released += segments_.unmap_range(si, b.addr, b.addr + b.size, SIZE_MAX,
-                                            segments_.granularity());
+          released +=
+              segments_.unmap_range(si, b.addr, b.addr + b.size, SIZE_MAX, segments_.granularity());
       }
       if (blocks_[first].st == state::free && blocks_[first].next == kNone && seg.mapped.empty())
         release_segment(si);
@@ -272,7 +272,7 @@ void* caching_strategy::allocate(std::size_t bytes, const stream_object* stream)
   block& b = blocks_[index];
   b.st = state::allocated;
   b.requested = bytes;
-  blocks_.unpoison(b.addr, b.size);  // all of it: usable_size() promises it
+  blocks_.unpoison(b.addr, b.size);                   // all of it: usable_size() promises it
   if (!recent) blocks_.live().insert(b.addr, index);  // room reserved
   // Statistics count blocks by their size (a recent block may be larger).
   stats_.on_alloc(b.size <= kSmallSize, b.size, bytes);
@@ -287,10 +287,10 @@ void caching_strategy::deallocate(void* p) {
   const std::uint32_t index =
       options_.fast_reuse ? blocks_.live().find(addr) : blocks_.live().take(addr);
   if (index == pointer_map::npos || blocks_[index].st != state::allocated) {
-    throw invalid_pointer(strprintf(
-        "caching allocator on %s: pointer %p is not a live allocation of this allocator "
-        "(allocated elsewhere, already freed, or not the start of a block)",
-        place_to_string(segments_.place()).c_str(), p));
+    throw invalid_pointer(
+        strprintf("caching allocator on %s: pointer %p is not a live allocation of this allocator "
+                  "(allocated elsewhere, already freed, or not the start of a block)",
+                  place_to_string(segments_.place()).c_str(), p));
   }
   // Events first: if recording fails, nothing has changed.
   const std::size_t queued = blocks_[index].has_uses ? record_uses(index) : 0;
@@ -319,7 +319,8 @@ std::size_t caching_strategy::record_uses(std::uint32_t index) {
   try {
     queued = streams_.defer_free(index, [this] { return segments_.new_event(); });
   } catch (...) {
-    if (!options_.fast_reuse) blocks_.live().insert(addr, index);  // the slot it left is free: cannot fail
+    if (!options_.fast_reuse)
+      blocks_.live().insert(addr, index);  // the slot it left is free: cannot fail
     throw;
   }
   if (queued > 0) stats_.track_active();  // before allocated and active part

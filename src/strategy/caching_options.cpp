@@ -36,9 +36,9 @@ caching_options caching_options::from_config(config& cfg, const memory_source& u
     // MiB must still fit in bytes.
     constexpr double kMaxMib = static_cast<double>(SIZE_MAX >> 20);
     if (!(*v >= 0 && *v <= kMaxMib) || *v != static_cast<double>(static_cast<std::size_t>(*v)))
-      throw invalid_argument(strprintf(
-          "%s: max_split_size_mb must be a whole number of MiB from 0 to %zu", ctx,
-          static_cast<std::size_t>(SIZE_MAX >> 20)));
+      throw invalid_argument(
+          strprintf("%s: max_split_size_mb must be a whole number of MiB from 0 to %zu", ctx,
+                    static_cast<std::size_t>(SIZE_MAX >> 20)));
     o.max_split_size = *v == 0 ? SIZE_MAX : static_cast<std::size_t>(*v) << 20;
   }
   if (o.max_split_size != SIZE_MAX && o.max_split_size <= kLargeBuffer) {
@@ -63,11 +63,11 @@ caching_options caching_options::from_config(config& cfg, const memory_source& u
   o.limit = limit_spec::take(cfg, true);
   if (auto v = cfg.take_bool("expandable_segments")) o.expandable_segments = *v;
   if (auto v = cfg.take_bool("fast_reuse")) o.fast_reuse = *v;
-  if (auto v = cfg.take_string("reserve_slack")) o.reserve_slack = parse_fraction_or_none(*v, "reserve_slack", ctx);
+  if (auto v = cfg.take_string("reserve_slack"))
+    o.reserve_slack = parse_fraction_or_none(*v, "reserve_slack", ctx);
   const auto headroom = cfg.take_string("reserve_headroom");
   if (headroom) o.reserve_headroom = parse_fraction_or_none(*headroom, "reserve_headroom", ctx);
-  if (o.garbage_collection_threshold > 0 && !o.limit.any() &&
-      upstream.info().total_bytes == 0) {
+  if (o.garbage_collection_threshold > 0 && !o.limit.any() && upstream.info().total_bytes == 0) {
     throw invalid_argument(strprintf("%s: garbage_collection_threshold needs a limit: set "
                                      "memory_fraction or max_pool",
                                      ctx));

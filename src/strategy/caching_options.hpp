@@ -14,24 +14,24 @@
 namespace dao::detail {
 
 struct caching_options {
-  static constexpr std::size_t kMinBlock = 512;                         // smallest block
-  static constexpr std::size_t kSmallSize = std::size_t(1) << 20;       // small pool: <= 1 MiB
-  static constexpr std::size_t kLargeBuffer = std::size_t(20) << 20;    // 1-10 MiB segments
+  static constexpr std::size_t kMinBlock = 512;                       // smallest block
+  static constexpr std::size_t kSmallSize = std::size_t(1) << 20;     // small pool: <= 1 MiB
+  static constexpr std::size_t kLargeBuffer = std::size_t(20) << 20;  // 1-10 MiB segments
 
-  std::size_t max_split_size = SIZE_MAX;   // blocks this large are never split
-  unsigned roundup_power2_divisions = 0;  // 0: round to 512 B only
+  std::size_t max_split_size = SIZE_MAX;    // blocks this large are never split
+  unsigned roundup_power2_divisions = 0;    // 0: round to 512 B only
   double garbage_collection_threshold = 0;  // fraction of the limit; 0: off
-  limit_spec limit;                        // max_pool, memory_fraction (limit.hpp)
-  bool expandable_segments = true;         // where the upstream can map
-  double reserve_slack = -1;               // expandable: how far reserved may exceed
-                                           // what is in use before cached pages are
-                                           // given back to grow; < 0: never
-  double reserve_headroom = 0.1;           // expandable: how far reserved may exceed
-                                           // the peak in use (since the last peak
-                                           // reset) before cached pages go; < 0: never
-  bool no_caching = false;                 // DAO_NO_CACHING=1: every free goes back
-  bool fast_reuse = false;                 // freed blocks wait unmerged in size-class
-                                           // lists, merged before memory would grow
+  limit_spec limit;                         // max_pool, memory_fraction (limit.hpp)
+  bool expandable_segments = true;          // where the upstream can map
+  double reserve_slack = -1;                // expandable: how far reserved may exceed
+                                            // what is in use before cached pages are
+                                            // given back to grow; < 0: never
+  double reserve_headroom = 0.1;            // expandable: how far reserved may exceed
+                                            // the peak in use (since the last peak
+                                            // reset) before cached pages go; < 0: never
+  bool no_caching = false;                  // DAO_NO_CACHING=1: every free goes back
+  bool fast_reuse = false;                  // freed blocks wait unmerged in size-class
+                                            // lists, merged before memory would grow
 
   // `upstream` is asked only for its capacity (a threshold needs a limit).
   // Unknown keys were refused before (the strategy registry lists them).

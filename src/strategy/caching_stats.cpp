@@ -95,7 +95,7 @@ std::size_t largest_free_block(const segment_map& segments, const block_pool& bl
 }
 
 std::unique_ptr<snapshot_data> build_snapshot(const segment_map& segments, const block_pool& blocks,
-                                             const stream_order& streams) {
+                                              const stream_order& streams) {
   auto snap = std::make_unique<snapshot_data>();
   std::vector<std::uint32_t> order;
   for (std::uint32_t i = 0; i < segments.count(); ++i)

@@ -136,6 +136,6 @@ class caching_stats {
 std::size_t largest_free_block(const segment_map& segments, const block_pool& blocks) noexcept;
 // The segments in address order, each with its blocks.
 std::unique_ptr<snapshot_data> build_snapshot(const segment_map& segments, const block_pool& blocks,
-                                             const stream_order& streams);
+                                              const stream_order& streams);
 
 }  // namespace dao::detail

@@ -25,8 +25,7 @@ limit_spec limit_spec::take(config& cfg, bool with_fraction) {
 std::size_t limit_spec::cap(std::size_t total_bytes) const noexcept {
   std::size_t cap = max_pool;
   if (memory_fraction > 0 && total_bytes != 0) {
-    auto by_fraction =
-        static_cast<std::size_t>(static_cast<double>(total_bytes) * memory_fraction);
+    auto by_fraction = static_cast<std::size_t>(static_cast<double>(total_bytes) * memory_fraction);
     if (cap == 0 || by_fraction < cap) cap = by_fraction;
   }
   return cap;

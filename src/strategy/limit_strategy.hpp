@@ -30,7 +30,9 @@ class limit_strategy final : public strategy {
   bool stat(int metric, int pool, dao_stat& out) const override {
     return inner_.stat(metric, pool, out);
   }
-  void record_stream(void* p, const stream_object* stream) override { inner_.record_stream(p, stream); }
+  void record_stream(void* p, const stream_object* stream) override {
+    inner_.record_stream(p, stream);
+  }
   std::unique_ptr<snapshot_data> snapshot() const override { return inner_.snapshot(); }
   const char* name() const noexcept override { return "limit"; }
   std::string effective_config() const override { return limit_.spec().effective_config(true); }

@@ -16,12 +16,12 @@ namespace {
 
 constexpr int kMaxDevicesPerKind = 64;
 constexpr const char* kKindSuffix[DAO_PLACE_KIND_COUNT] = {"CPU", "CUDA", "CUDA_PINNED",
-                                                          "CUDA_MANAGED", "SIM"};
+                                                           "CUDA_MANAGED", "SIM"};
 
 void check_kind(int kind) {
   if (kind < 0 || kind >= DAO_PLACE_KIND_COUNT) {
-    throw invalid_argument(strprintf("unknown place kind %d (valid kinds are 0..%d)", kind,
-                                     DAO_PLACE_KIND_COUNT - 1));
+    throw invalid_argument(
+        strprintf("unknown place kind %d (valid kinds are 0..%d)", kind, DAO_PLACE_KIND_COUNT - 1));
   }
 }
 
@@ -76,9 +76,10 @@ strategy& create_place_strategy(dao_place place) {
   try {
     impl = make_strategy(d.strategy, resource, d.config);
   } catch (const invalid_argument& e) {
-    throw invalid_argument(strprintf("default allocator of %s (strategy from %s, config from %s): %s",
-                                     place_to_string(place).c_str(), d.strategy_source.c_str(),
-                                     d.config_source.c_str(), e.what()));
+    throw invalid_argument(
+        strprintf("default allocator of %s (strategy from %s, config from %s): %s",
+                  place_to_string(place).c_str(), d.strategy_source.c_str(),
+                  d.config_source.c_str(), e.what()));
   }
   strategy* made = impl.release();  // never destroyed: used until exit
   slot.store(made, std::memory_order_release);

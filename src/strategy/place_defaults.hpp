@@ -11,9 +11,9 @@
 namespace dao::detail {
 
 struct default_config {
-  std::string strategy;        // never empty
-  std::string config;          // "" for the strategy's defaults
-  std::string strategy_source; // the variable it came from, or "built-in default"
+  std::string strategy;         // never empty
+  std::string config;           // "" for the strategy's defaults
+  std::string strategy_source;  // the variable it came from, or "built-in default"
   std::string config_source;
 };
 

@@ -22,8 +22,7 @@ std::unique_ptr<strategy> make_buddy(memory_source& upstream, strategy_source*, 
 }
 
 std::unique_ptr<strategy> make_caching(memory_source& upstream, strategy_source*, config& cfg) {
-  return std::make_unique<caching_strategy>(upstream,
-                                            caching_options::from_config(cfg, upstream));
+  return std::make_unique<caching_strategy>(upstream, caching_options::from_config(cfg, upstream));
 }
 
 std::unique_ptr<strategy> make_system(memory_source& upstream, strategy_source*, config&) {
@@ -37,16 +36,22 @@ std::unique_ptr<strategy> make_limit(memory_source&, strategy_source* below, con
 // One row per name of DAO_STRATEGY_LIST, in its order.
 std::vector<strategy_entry> build_table() {
   std::vector<strategy_entry> rows = {
-      {"buddy", "binary buddy pool in chunks (Paddle's BuddyAllocator); fast, host default",
-       {"min_block", "chunk_size", "max_pool", "initial_pool"}, make_buddy},
-      {"caching", "stream-ordered caching allocator (PyTorch's); device default",
+      {"buddy",
+       "binary buddy pool in chunks (Paddle's BuddyAllocator); fast, host default",
+       {"min_block", "chunk_size", "max_pool", "initial_pool"},
+       make_buddy},
+      {"caching",
+       "stream-ordered caching allocator (PyTorch's); device default",
        {"max_split_size", "max_split_size_mb", "roundup_power2_divisions",
         "garbage_collection_threshold", "memory_fraction", "max_pool", "expandable_segments",
         "reserve_slack", "reserve_headroom", "fast_reuse"},
        make_caching},
       {"system", "no pooling: every allocation from the system resource", {}, make_system},
-      {"limit", "caps the bytes in use through it over another strategy (upstream=...)",
-       {"max_pool", "memory_fraction"}, make_limit, true},
+      {"limit",
+       "caps the bytes in use through it over another strategy (upstream=...)",
+       {"max_pool", "memory_fraction"},
+       make_limit,
+       true},
   };
 #define DAO_NAME_(s) #s,
   static const char* const listed[] = {DAO_STRATEGY_LIST(DAO_NAME_)};
@@ -99,7 +104,8 @@ std::unique_ptr<strategy> make_strategy(std::string_view name, system_resource& 
     throw invalid_argument(strprintf("%s: upstream.* keys (%s) need upstream=<strategy>",
                                      context.c_str(), below_config.c_str()));
   }
-  if (!below_name && entry.adaptor) below_name = builtin_default_strategy(raw_kind(place.place().kind));
+  if (!below_name && entry.adaptor)
+    below_name = builtin_default_strategy(raw_kind(place.place().kind));
 
   std::unique_ptr<strategy_source> below;
   if (below_name) {

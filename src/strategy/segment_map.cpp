@@ -9,17 +9,19 @@ namespace dao::detail {
 
 namespace {
 
-constexpr std::size_t kSmallBuffer = std::size_t(2) << 20;  // small segments
+constexpr std::size_t kSmallBuffer = std::size_t(2) << 20;           // small segments
 constexpr std::size_t kLargeBuffer = caching_options::kLargeBuffer;  // 1-10 MiB segments
 constexpr std::size_t kMinLargeAlloc = std::size_t(10) << 20;
 constexpr std::size_t kRoundLarge = std::size_t(2) << 20;
-constexpr std::size_t kMaxArena = std::size_t(1) << 40;     // addresses per segment
-constexpr double kHeadroomStep = 0.05;  // reserve_headroom widens by this under churn
-constexpr double kMaxHeadroom = 1.0;    // and up to this
-constexpr std::uint64_t kChurnEvents = 256;  // releases that first widen it
+constexpr std::size_t kMaxArena = std::size_t(1) << 40;  // addresses per segment
+constexpr double kHeadroomStep = 0.05;        // reserve_headroom widens by this under churn
+constexpr double kMaxHeadroom = 1.0;          // and up to this
+constexpr std::uint64_t kChurnEvents = 256;   // releases that first widen it
 constexpr std::uint64_t kChurnRatio = 65536;  // and at least one per this many allocations
 
-std::size_t round_up(std::size_t x, std::size_t unit) noexcept { return (x + unit - 1) / unit * unit; }
+std::size_t round_up(std::size_t x, std::size_t unit) noexcept {
+  return (x + unit - 1) / unit * unit;
+}
 std::size_t round_down(std::size_t x, std::size_t unit) noexcept { return x / unit * unit; }
 
 }  // namespace
@@ -187,7 +189,8 @@ void segment_map::release(std::uint32_t index) noexcept {
 
 // ----------------------------------------------------------------- pages
 
-bool segment_map::backed(std::uint32_t index, std::uintptr_t start, std::size_t bytes) const noexcept {
+bool segment_map::backed(std::uint32_t index, std::uintptr_t start,
+                         std::size_t bytes) const noexcept {
   const segment& seg = segments_[index];
   if (!seg.expandable) return true;
   const std::size_t lo = start - seg.base, hi = lo + bytes;

@@ -99,8 +99,7 @@ class segment_map {
   // Mapping [start, start+bytes): the unmapped gaps (at most 64: the rest on
   // a later call), and a little ahead when the segment grows at its end.
   // False when everything is mapped.
-  bool plan_mapping(std::uint32_t index, std::uintptr_t start, std::size_t bytes,
-                    mapping& m) const;
+  bool plan_mapping(std::uint32_t index, std::uintptr_t start, std::size_t bytes, mapping& m) const;
   // How many bytes mapping `m` for a request of `bytes` would put reserved
   // memory over its budget (0: none); over it, `m` first loses its look-ahead.
   std::size_t over_budget(mapping& m, std::size_t bytes) const noexcept;
@@ -146,12 +145,12 @@ class segment_map {
   caching_stats& stats_;
   double reserve_slack_;
   bool no_caching_;
-  bool host_memory_ = false;     // upstream_.host_accessible(), for poisoning
-  std::size_t granularity_ = 0;  // 0: no virtual memory upstream
-  std::size_t large_page_ = 0;   // upstream's large pages (a multiple of it), or 0
-  std::size_t arena_size_ = 0;   // addresses reserved per expandable segment
-  bool exact_mapping_ = false;   // under pressure: map no more than needed
-  double headroom_ = -1;         // reserve_headroom in effect (widens under churn)
+  bool host_memory_ = false;           // upstream_.host_accessible(), for poisoning
+  std::size_t granularity_ = 0;        // 0: no virtual memory upstream
+  std::size_t large_page_ = 0;         // upstream's large pages (a multiple of it), or 0
+  std::size_t arena_size_ = 0;         // addresses reserved per expandable segment
+  bool exact_mapping_ = false;         // under pressure: map no more than needed
+  double headroom_ = -1;               // reserve_headroom in effect (widens under churn)
   std::uint64_t churn_events_ = 0;     // releases for the headroom since it widened
   std::uint64_t churn_threshold_ = 0;  // churn_events_ that widen it
   std::uint64_t allocs_at_widen_ = 0;  // alloc_count when it last widened

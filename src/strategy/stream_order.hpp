@@ -111,7 +111,7 @@ class stream_order {
   std::unordered_map<std::uintptr_t, std::uint32_t> pool_index_;
   stream_handle last_stream_ = nullptr;
   std::uint64_t last_stream_id_ = 0;
-  std::uint64_t destroyed_seen_ = 0;  // destroyed_stream_count() at the last look
+  std::uint64_t destroyed_seen_ = 0;              // destroyed_stream_count() at the last look
   std::uint32_t last_pools_[2] = {kNone, kNone};  // large, small of last_stream_
   std::unordered_map<std::uint32_t, std::vector<stream_handle>> uses_;  // record_stream
   std::deque<pending_free> pending_;

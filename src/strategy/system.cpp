@@ -32,10 +32,10 @@ void system_strategy::deallocate(void* p) {
   std::lock_guard<std::mutex> lock(mutex_);
   auto it = live_.find(p);
   if (it == live_.end()) {
-    throw invalid_pointer(strprintf(
-        "system allocator on %s: pointer %p is not a live allocation of this allocator "
-        "(allocated elsewhere, already freed, or not the start of a block)",
-        place_to_string(upstream().place()).c_str(), p));
+    throw invalid_pointer(
+        strprintf("system allocator on %s: pointer %p is not a live allocation of this allocator "
+                  "(allocated elsewhere, already freed, or not the start of a block)",
+                  place_to_string(upstream().place()).c_str(), p));
   }
   upstream().deallocate(p, it->second);
   counters_.on_free(it->second, it->second);

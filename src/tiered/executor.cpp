@@ -20,8 +20,8 @@ namespace {
 using steady = std::chrono::steady_clock;
 }  // namespace
 
-executor::executor(std::mutex& mu, placement& placement, transfers& copies,
-                   tier_memory& memory, dao_tiered_stats& stats, std::size_t prefetch)
+executor::executor(std::mutex& mu, placement& placement, transfers& copies, tier_memory& memory,
+                   dao_tiered_stats& stats, std::size_t prefetch)
     : mu_(mu),
       placement_(placement),
       copies_(copies),
@@ -184,8 +184,7 @@ void executor::discard(tiered_op& o) {
       if (o.staging != nullptr) memory_.host_free(o.staging, o.tensor->bytes);
       o.staging = nullptr;
       break;
-    default:
-      break;
+    default: break;
   }
 }
 
@@ -197,18 +196,10 @@ void executor::fail(const std::string& message) {
 
 void executor::process(tiered_op& o, std::unique_lock<std::mutex>& lock) {
   switch (o.what) {
-    case tiered_op::kind::kernel:
-      run_kernel(o, lock);
-      break;
-    case tiered_op::kind::write:
-      run_write(o, lock);
-      break;
-    case tiered_op::kind::read:
-      run_read(o, lock);
-      break;
-    case tiered_op::kind::release:
-      free_if_dead(*o.tensor);
-      break;
+    case tiered_op::kind::kernel: run_kernel(o, lock); break;
+    case tiered_op::kind::write: run_write(o, lock); break;
+    case tiered_op::kind::read: run_read(o, lock); break;
+    case tiered_op::kind::release: free_if_dead(*o.tensor); break;
   }
 }
 

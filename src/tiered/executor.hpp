@@ -43,9 +43,9 @@ struct tiered_op {
   void* user_data = nullptr;
   std::vector<tiered_tensor*> inputs, outputs, distinct;
   tiered_tensor* tensor = nullptr;  // write / read / release
-  void* staging = nullptr;       // write: the host buffer holding src
-  void* dst = nullptr;           // read
-  bool caller_owned = false;     // read: lives on the caller's stack
+  void* staging = nullptr;          // write: the host buffer holding src
+  void* dst = nullptr;              // read
+  bool caller_owned = false;        // read: lives on the caller's stack
   bool done = false;
   dao_status status = DAO_OK;
   std::string message;
@@ -117,9 +117,9 @@ class executor {
   std::uint64_t ops_completed_ = 0;
   std::atomic<std::uint64_t> pushed_{0};  // ops_submitted_, read by the spinning thread
   std::atomic<bool> stopping_requested_{false};
-  bool executor_idle_ = false;            // the thread sleeps on work_cv_
-  std::uint64_t wake_at_ = UINT64_MAX;    // ops_completed_ that a waiter needs
-  std::vector<void*> in_ptrs_, out_ptrs_;  // the thread's, for each kernel's pointers
+  bool executor_idle_ = false;                         // the thread sleeps on work_cv_
+  std::uint64_t wake_at_ = UINT64_MAX;                 // ops_completed_ that a waiter needs
+  std::vector<void*> in_ptrs_, out_ptrs_;              // the thread's, for each kernel's pointers
   std::vector<std::unique_ptr<tiered_op>> spare_ops_;  // finished ops, for reuse
   bool stopping_ = false;
   bool failed_ = false;

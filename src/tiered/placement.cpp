@@ -29,7 +29,8 @@ void placement::fail(std::string message) {
 }
 
 void placement::set_device_bytes(std::int64_t delta) noexcept {
-  stats_.device_bytes = static_cast<std::uint64_t>(static_cast<std::int64_t>(stats_.device_bytes) + delta);
+  stats_.device_bytes =
+      static_cast<std::uint64_t>(static_cast<std::int64_t>(stats_.device_bytes) + delta);
   stats_.peak_device_bytes = std::max(stats_.peak_device_bytes, stats_.device_bytes);
 }
 
@@ -76,8 +77,7 @@ void placement::fetch(tiered_tensor& t) {
   stats_.bytes_fetched += t.bytes;
 }
 
-arena_run placement::best_run(std::size_t need, std::uint64_t now,
-                              const evictable_fn& evictable) {
+arena_run placement::best_run(std::size_t need, std::uint64_t now, const evictable_fn& evictable) {
   std::vector<dao_tensor_access_info> infos;
   const auto& blocks = arena_.blocks();
   return arena_.find_run(need, evictable, [&](arena_run& r) {
@@ -284,9 +284,8 @@ bool placement::place_kernel(const std::vector<tiered_tensor*>& tensors, std::ui
   bool placed = true;
   for (tiered_tensor* t : tensors) {
     if (t->resident) continue;
-    if (arena_.find_free(t->bytes) < 0 &&
-        (arena_.free_bytes() >= arena_round(t->bytes) ||
-         compaction_cheaper(tensors, *t, now, evictable))) {
+    if (arena_.find_free(t->bytes) < 0 && (arena_.free_bytes() >= arena_round(t->bytes) ||
+                                           compaction_cheaper(tensors, *t, now, evictable))) {
       // The free bytes suffice but are split, or compaction (and evicting
       // only the shortfall) moves clearly fewer bytes than evicting the
       // best run: compact rather than evict.

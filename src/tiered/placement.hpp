@@ -29,8 +29,8 @@ class placement {
   // `scorer`, `memory`, `copies` and `stats` (device_bytes, evictions,
   // fetches, prefetches and their bytes; host bytes through `memory`) must
   // outlive this object.
-  placement(std::size_t device_budget, const scorer& scorer, tier_memory& memory,
-            transfers& copies, dao_tiered_stats& stats);
+  placement(std::size_t device_budget, const scorer& scorer, tier_memory& memory, transfers& copies,
+            dao_tiered_stats& stats);
 
   placement(const placement&) = delete;
   placement& operator=(const placement&) = delete;

@@ -14,9 +14,9 @@ evict_policy parse_policy(const std::string& name, const std::string& context) {
   if (name == "lru") return evict_policy::lru;
   if (name == "size_aware") return evict_policy::size_aware;
   if (name == "callback") return evict_policy::callback;
-  throw invalid_argument(strprintf(
-      "%s: policy='%s' is unknown (expected belady, lru, size_aware or callback)",
-      context.c_str(), name.c_str()));
+  throw invalid_argument(
+      strprintf("%s: policy='%s' is unknown (expected belady, lru, size_aware or callback)",
+                context.c_str(), name.c_str()));
 }
 
 const char* policy_name(evict_policy p) noexcept {

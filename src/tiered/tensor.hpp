@@ -42,11 +42,11 @@ struct tiered_tensor {
 
   // Executor state.
   bool resident = false;
-  std::size_t offset = 0;   // in the device arena, when resident
-  void* host = nullptr;     // host tier buffer (may be stale)
-  bool host_valid = false;  // the host buffer holds the current data
-  bool pinned = false;      // used by the kernel being prepared
-  bool prefetched = false;  // fetched ahead, not yet used
+  std::size_t offset = 0;                            // in the device arena, when resident
+  void* host = nullptr;                              // host tier buffer (may be stale)
+  bool host_valid = false;                           // the host buffer holds the current data
+  bool pinned = false;                               // used by the kernel being prepared
+  bool prefetched = false;                           // fetched ahead, not yet used
   std::unique_ptr<dao::detail::event_impl> transit;  // after its last copy
 };
 

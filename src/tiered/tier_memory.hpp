@@ -18,8 +18,8 @@ class tier_memory {
   // Checks both places (throws invalid_argument / no_device) and allocates
   // the device range. `stats` (host_bytes, peak_host_bytes) must outlive
   // this object.
-  tier_memory(dao_place device, dao_place host, std::size_t device_budget,
-              std::size_t host_budget, dao_tiered_stats& stats);
+  tier_memory(dao_place device, dao_place host, std::size_t device_budget, std::size_t host_budget,
+              dao_tiered_stats& stats);
   // Frees the device range. Never throws.
   ~tier_memory();
 

@@ -34,10 +34,17 @@ double parse_bandwidth(const std::string& text, const std::string& context) {
     const char* name;
     double factor;
   };
-  static const row rows[] = {{"", 1},        {"B", 1},          {"KB", 1e3},
-                             {"kB", 1e3},    {"MB", 1e6},       {"GB", 1e9},
-                             {"TB", 1e12},   {"KiB", 1024.0},   {"MiB", 1048576.0},
-                             {"GiB", 1073741824.0}, {"TiB", 1099511627776.0}};
+  static const row rows[] = {{"", 1},
+                             {"B", 1},
+                             {"KB", 1e3},
+                             {"kB", 1e3},
+                             {"MB", 1e6},
+                             {"GB", 1e9},
+                             {"TB", 1e12},
+                             {"KiB", 1024.0},
+                             {"MiB", 1048576.0},
+                             {"GiB", 1073741824.0},
+                             {"TiB", 1099511627776.0}};
   for (const row& r : rows) {
     if (unit == r.name) return number * r.factor;
   }

@@ -27,9 +27,9 @@ tiered_options checked_options(dao_place device, dao_place host, std::size_t dev
         "dao_tiered_create: the host place must be CPU or CUDA pinned, not %s", kind_name(hk)));
   }
   if (device_budget < kArenaGranule) {
-    throw invalid_argument(strprintf(
-        "dao_tiered_create: device_budget is %zu bytes; it must be at least %zu", device_budget,
-        kArenaGranule));
+    throw invalid_argument(
+        strprintf("dao_tiered_create: device_budget is %zu bytes; it must be at least %zu",
+                  device_budget, kArenaGranule));
   }
   return tiered_options::parse(config_text, dk == DAO_PLACE_SIM);
 }
@@ -67,13 +67,12 @@ void tiered_pool::check_tensor(const tiered_tensor* t, const char* function,
     throw invalid_argument(strprintf("%s: %s must not be NULL", function, name));
   }
   if (t->pool != this) {
-    throw invalid_argument(strprintf(
-        "%s: %s (%p) is a tensor of another tiered pool", function, name,
-        static_cast<const void*>(t)));
+    throw invalid_argument(strprintf("%s: %s (%p) is a tensor of another tiered pool", function,
+                                     name, static_cast<const void*>(t)));
   }
   if (t->released) {
-    throw invalid_argument(strprintf("%s: %s (tensor #%llu) was already released", function,
-                                     name, static_cast<unsigned long long>(t->id)));
+    throw invalid_argument(strprintf("%s: %s (tensor #%llu) was already released", function, name,
+                                     static_cast<unsigned long long>(t->id)));
   }
 }
 
@@ -90,10 +89,10 @@ void tiered_pool::set_score_callback(dao_score_fn score, void* user_data) {
   }
   std::lock_guard<std::mutex> lock(mu_);
   if (scorer_.policy != evict_policy::callback) {
-    throw invalid_state(strprintf(
-        "dao_tiered_set_score_callback: the pool's policy is '%s'; create it with "
-        "policy=callback to use a scoring function",
-        policy_name(scorer_.policy)));
+    throw invalid_state(
+        strprintf("dao_tiered_set_score_callback: the pool's policy is '%s'; create it with "
+                  "policy=callback to use a scoring function",
+                  policy_name(scorer_.policy)));
   }
   if (stats_.kernels_submitted != 0) {
     throw invalid_state(
@@ -130,8 +129,8 @@ void tiered_pool::write(tiered_tensor& t, const void* src, std::size_t bytes) {
     check_tensor(&t, "dao_tensor_write", "tensor");
     require_not_failed("dao_tensor_write");
     if (bytes != t.bytes) {
-      throw invalid_argument(strprintf("dao_tensor_write: bytes is %zu but the tensor has %zu",
-                                       bytes, t.bytes));
+      throw invalid_argument(
+          strprintf("dao_tensor_write: bytes is %zu but the tensor has %zu", bytes, t.bytes));
     }
     if (!memory_.host_fits(bytes)) {
       throw out_of_memory(strprintf(
@@ -274,8 +273,7 @@ void tiered_pool::synchronize() {
   std::unique_lock<std::mutex> lock(mu_);
   executor_.wait_drained(lock);
   if (executor_.failed()) {
-    throw invalid_state(
-        strprintf("dao_tiered_synchronize: %s", executor_.fail_message().c_str()));
+    throw invalid_state(strprintf("dao_tiered_synchronize: %s", executor_.fail_message().c_str()));
   }
 }
 

@@ -66,7 +66,7 @@ class tiered_pool {
   transfers copies_;
   placement placement_;
   std::vector<std::unique_ptr<tiered_tensor>> tensors_;  // under mu_
-  std::uint64_t next_id_ = 0;                         // under mu_
+  std::uint64_t next_id_ = 0;                            // under mu_
   std::uint64_t clock_ = 0;  // logical time of the last operation, under mu_
   executor executor_;        // last
 };

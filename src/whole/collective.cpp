@@ -61,8 +61,8 @@ std::vector<record> exchange(transport& t, const record& mine) {
 
 // Throws the failure of the first failing rank, on every rank alike. On the
 // failing rank itself the full message is used (the record holds a prefix).
-void throw_first_failure(const transport& t, const char* function,
-                         const std::vector<record>& all, const outcome& mine) {
+void throw_first_failure(const transport& t, const char* function, const std::vector<record>& all,
+                         const outcome& mine) {
   int first = -1;
   int failed = 0;
   for (std::size_t r = 0; r < all.size(); ++r) {
@@ -74,8 +74,8 @@ void throw_first_failure(const transport& t, const char* function,
   if (first < 0) return;
   const record& f = all[static_cast<std::size_t>(first)];
   std::string message = first == t.rank() ? mine.message : std::string(f.message);
-  std::string text = strprintf("%s on rank %d of %d: %s", function, first, t.size(),
-                               message.c_str());
+  std::string text =
+      strprintf("%s on rank %d of %d: %s", function, first, t.size(), message.c_str());
   if (failed > 1) text += strprintf(" (and %d other rank(s) failed too)", failed - 1);
   throw error(static_cast<dao_status>(f.status), text);
 }
@@ -88,8 +88,8 @@ void agree_on_call(transport& t, const call& c, const outcome& mine) {
   rec.kind = static_cast<std::uint32_t>(c.kind);
   rec.status = static_cast<std::int32_t>(mine.status);
   rec.object = c.object;
-  rec.arg_count = static_cast<std::uint32_t>(c.args.size() < call::kMaxArgs ? c.args.size()
-                                                                             : call::kMaxArgs);
+  rec.arg_count =
+      static_cast<std::uint32_t>(c.args.size() < call::kMaxArgs ? c.args.size() : call::kMaxArgs);
   for (std::uint32_t i = 0; i < rec.arg_count; ++i) rec.args[i] = c.args[i].value;
   rec.text_length = static_cast<std::uint32_t>(c.text.size());
   rec.text_hash = fnv1a(c.text);
@@ -101,9 +101,9 @@ void agree_on_call(transport& t, const call& c, const outcome& mine) {
   // Different calls first: their arguments mean different things.
   for (std::size_t r = 1; r < all.size(); ++r) {
     if (all[r].kind != all[0].kind) {
-      throw invalid_argument(strprintf(
-          "%s: the ranks are in different collective calls: rank 0 in %s, rank %zu in %s",
-          c.function, function_of(all[0].kind), r, function_of(all[r].kind)));
+      throw invalid_argument(
+          strprintf("%s: the ranks are in different collective calls: rank 0 in %s, rank %zu in %s",
+                    c.function, function_of(all[0].kind), r, function_of(all[r].kind)));
     }
   }
   throw_first_failure(t, c.function, all, mine);
@@ -129,12 +129,12 @@ void agree_on_call(transport& t, const call& c, const outcome& mine) {
   if (c.text_name != nullptr) {
     for (std::size_t r = 1; r < all.size(); ++r) {
       if (all[r].text_hash != all[0].text_hash || all[r].text_length != all[0].text_length) {
-        throw invalid_argument(strprintf(
-            "%s: the ranks disagree on %s: rank 0 passed '%s', rank %zu passed '%s'%s",
-            c.function, c.text_name, all[0].text, r, all[r].text,
-            all[0].text_length >= sizeof rec.text || all[r].text_length >= sizeof rec.text
-                ? " (shown cut short)"
-                : ""));
+        throw invalid_argument(
+            strprintf("%s: the ranks disagree on %s: rank 0 passed '%s', rank %zu passed '%s'%s",
+                      c.function, c.text_name, all[0].text, r, all[r].text,
+                      all[0].text_length >= sizeof rec.text || all[r].text_length >= sizeof rec.text
+                          ? " (shown cut short)"
+                          : ""));
       }
     }
   }

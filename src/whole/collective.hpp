@@ -35,11 +35,11 @@ struct call_arg {
 };
 
 struct call {
-  const char* function;       // "dao_whole_create"
+  const char* function;  // "dao_whole_create"
   call_kind kind;
-  std::uint64_t object = 0;   // the object it acts on (0: none)
-  std::vector<call_arg> args; // at most kMaxArgs
-  std::string text;           // a string argument (a path), compared in full
+  std::uint64_t object = 0;    // the object it acts on (0: none)
+  std::vector<call_arg> args;  // at most kMaxArgs
+  std::string text;            // a string argument (a path), compared in full
   const char* text_name = nullptr;
 
   static constexpr std::size_t kMaxArgs = 6;

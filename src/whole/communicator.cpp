@@ -31,12 +31,9 @@ std::vector<std::unique_ptr<communicator>> make_local_communicators(
 std::unique_ptr<communicator> make_communicator(std::unique_ptr<transport> t, dao_place place,
                                                 const char* function, const outcome& pre) {
   const outcome mine = pre.ok() ? capture([&] { resource_for(place); }) : pre;
-  call c{function,
-         call_kind::comm_create,
-         0,
-         {{"whether ranks share host memory", t->shares_host_memory() ? 1u : 0u}},
-         {},
-         nullptr};
+  call c{function, call_kind::comm_create,
+         0,        {{"whether ranks share host memory", t->shares_host_memory() ? 1u : 0u}},
+         {},       nullptr};
   agree_on_call(*t, c, mine);
   // Places as plain ints: a kind travels as the int the caller passed.
   struct wire {

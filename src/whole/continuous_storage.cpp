@@ -72,7 +72,8 @@ class continuous_storage final : public storage {
   void attach(std::shared_ptr<reserved_range> range, const partition& layout) {
     range_ = std::move(range);
     base_ = range_->base();
-    for (int r = 0; r < layout.ranks(); ++r) parts_[static_cast<std::size_t>(r)] = base_ + layout.byte_offset(r);
+    for (int r = 0; r < layout.ranks(); ++r)
+      parts_[static_cast<std::size_t>(r)] = base_ + layout.byte_offset(r);
   }
 
   // Every rank has stopped using the object (the destroy call waited for
@@ -108,9 +109,10 @@ std::unique_ptr<storage> make_continuous_storage(communicator& comm, int locatio
     resource = &resource_for(mine);
     granularity = resource->map_granularity();
     if (granularity == 0) {
-      throw unsupported(strprintf(
-          "continuous memory: %s cannot map memory into a reserved range; use chunked "
-          "(DAO_WHOLE_CHUNKED)", place_to_string(mine).c_str()));
+      throw unsupported(
+          strprintf("continuous memory: %s cannot map memory into a reserved range; use chunked "
+                    "(DAO_WHOLE_CHUNKED)",
+                    place_to_string(mine).c_str()));
     }
   });
   agree_on_outcome(t, "dao_whole_create", checked);
@@ -131,8 +133,8 @@ std::unique_ptr<storage> make_continuous_storage(communicator& comm, int locatio
   std::shared_ptr<reserved_range> range;
   const outcome reserved = capture([&] {
     if (me == 0) {
-      range = std::make_shared<reserved_range>(*resource, round_up(total, granularity),
-                                               comm.size());
+      range =
+          std::make_shared<reserved_range>(*resource, round_up(total, granularity), comm.size());
     }
   });
   agree_on_outcome(t, "dao_whole_create", reserved);

@@ -28,9 +28,9 @@ class hook {
   void check(dao_status status, const char* operation) const {
     if (status == DAO_OK) return;
     const char* message = ops_.last_error != nullptr ? ops_.last_error(ops_.self) : nullptr;
-    throw error(status, strprintf("%s transport: %s failed: %s", ops_.name, operation,
-                                  message != nullptr && message[0] != '\0' ? message
-                                                                           : "(no message)"));
+    throw error(status,
+                strprintf("%s transport: %s failed: %s", ops_.name, operation,
+                          message != nullptr && message[0] != '\0' ? message : "(no message)"));
   }
 
  private:
@@ -190,8 +190,8 @@ std::unique_ptr<transport> adopt_transport(const dao_comm_transport& ops) {
   }
   if (ops.name == nullptr) throw invalid_argument("transport->name must not be NULL");
   if (ops.size < 1 || ops.rank < 0 || ops.rank >= ops.size) {
-    throw invalid_argument(strprintf("transport: rank %d of size %d is not a rank", ops.rank,
-                                     ops.size));
+    throw invalid_argument(
+        strprintf("transport: rank %d of size %d is not a rank", ops.rank, ops.size));
   }
   return std::make_unique<hooked_transport>(std::move(h));
 }

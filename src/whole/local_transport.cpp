@@ -89,8 +89,8 @@ class local_window final : public window {
     const auto t = static_cast<std::size_t>(target);
     if (target < 0 || t >= bases_.size() || offset > sizes_[t] || bytes > sizes_[t] - offset) {
       throw error(DAO_ERR_INTERNAL,
-                  strprintf("in-process window: %zu bytes at %zu of rank %d are outside it",
-                            bytes, offset, target));
+                  strprintf("in-process window: %zu bytes at %zu of rank %d are outside it", bytes,
+                            offset, target));
     }
     return bases_[t] + offset;
   }
@@ -133,8 +133,7 @@ class local_transport final : public transport {
   // In-process memory comes from the ranks' places, never from here.
   std::unique_ptr<window> allocate_exposed(std::size_t) override { return nullptr; }
   std::unique_ptr<shared_segment> allocate_shared(std::size_t, bool) override {
-    throw error(DAO_ERR_INTERNAL,
-                "in-process transport: shared segments are not used in-process");
+    throw error(DAO_ERR_INTERNAL, "in-process transport: shared segments are not used in-process");
   }
 
  private:

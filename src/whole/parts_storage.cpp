@@ -43,9 +43,7 @@ class parts_storage final : public storage {
 
   void expose(transport& t, std::size_t bytes) { window_ = t.expose(own_, bytes); }
 
-  void share_pointers(transport& t) {
-    t.allgather(&own_, sizeof own_, parts_.data());
-  }
+  void share_pointers(transport& t) { t.allgather(&own_, sizeof own_, parts_.data()); }
 
   void release() override {
     if (window_) {

@@ -84,11 +84,11 @@ void check_support(const communicator& comm, int type, int location) {
           type_name(type), location_name(location), t.name(), r, where.c_str()));
     }
     if (!t.shares_host_memory()) {
-      throw unsupported(strprintf(
-          "%s memory between processes needs every rank on one node (%s shared-memory "
-          "windows), and these %d ranks are on more than one node; use type distributed "
-          "(DAO_WHOLE_DISTRIBUTED)",
-          type_name(type), t.name(), comm.size()));
+      throw unsupported(
+          strprintf("%s memory between processes needs every rank on one node (%s shared-memory "
+                    "windows), and these %d ranks are on more than one node; use type distributed "
+                    "(DAO_WHOLE_DISTRIBUTED)",
+                    type_name(type), t.name(), comm.size()));
     }
   }
 }

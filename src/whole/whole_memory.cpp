@@ -208,8 +208,8 @@ void whole_memory::gather(const std::int64_t* indices, std::size_t count, void* 
     for (std::size_t i = 0; i < count; ++i) {
       const auto index = static_cast<std::size_t>(indices[i]);
       const int r = layout_.owner(index);
-      std::memcpy(out + i * g, storage_->part(r) + (index - first_[static_cast<std::size_t>(r)]) * g,
-                  g);
+      std::memcpy(out + i * g,
+                  storage_->part(r) + (index - first_[static_cast<std::size_t>(r)]) * g, g);
     }
     return;
   }
@@ -247,8 +247,8 @@ void whole_memory::scatter(const void* src, const std::int64_t* indices, std::si
     for (std::size_t i = 0; i < count; ++i) {
       const auto index = static_cast<std::size_t>(indices[i]);
       const int r = layout_.owner(index);
-      std::memcpy(storage_->part(r) + (index - first_[static_cast<std::size_t>(r)]) * g,
-                  in + i * g, g);
+      std::memcpy(storage_->part(r) + (index - first_[static_cast<std::size_t>(r)]) * g, in + i * g,
+                  g);
     }
     return;
   }

@@ -87,9 +87,12 @@ static size_t env_size(const char *name, size_t fallback) {
   if (text == NULL || *text == '\0') return fallback;
   value = strtoull(text, &end, 10);
   switch (*end) {
-    case 'K': case 'k': value <<= 10; break;
-    case 'M': case 'm': value <<= 20; break;
-    case 'G': case 'g': value <<= 30; break;
+    case 'K':
+    case 'k': value <<= 10; break;
+    case 'M':
+    case 'm': value <<= 20; break;
+    case 'G':
+    case 'g': value <<= 30; break;
     default: break;
   }
   return (size_t)value;
@@ -100,9 +103,7 @@ static int checked_device(CUdevice dev) {
 }
 
 /* The device of this thread's current context, or -1 without one. */
-static int current_device(void) {
-  return fake_depth > 0 ? fake_stack[fake_depth - 1]->device : -1;
-}
+static int current_device(void) { return fake_depth > 0 ? fake_stack[fake_depth - 1]->device : -1; }
 
 static size_t round_up(size_t bytes) {
   return (bytes + FAKE_ALIGNMENT - 1) & ~(size_t)(FAKE_ALIGNMENT - 1);
@@ -144,10 +145,8 @@ static CUresult fake_release(void *p, int host) {
     struct allocation *a = *link;
     if (a->p != p) continue;
     if ((a->device == FAKE_HOST) != host) return CUDA_ERROR_INVALID_VALUE;
-    if (a->device == FAKE_HOST)
-      fake_host_used -= a->bytes;
-    else
-      fake_used_bytes[a->device] -= a->bytes;
+    if (a->device == FAKE_HOST) fake_host_used -= a->bytes;
+    else fake_used_bytes[a->device] -= a->bytes;
     *link = a->next;
     --fake_live_count;
     free(a->p);
@@ -234,10 +233,8 @@ CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev) {
   CUresult r = CUDA_SUCCESS;
   if (!checked_device(dev)) return CUDA_ERROR_INVALID_DEVICE;
   pthread_mutex_lock(&fake_lock);
-  if (fake_contexts[dev].retains > 0)
-    --fake_contexts[dev].retains;
-  else
-    r = CUDA_ERROR_INVALID_CONTEXT;
+  if (fake_contexts[dev].retains > 0) --fake_contexts[dev].retains;
+  else r = CUDA_ERROR_INVALID_CONTEXT;
   pthread_mutex_unlock(&fake_lock);
   return r;
 }
@@ -246,8 +243,8 @@ CUresult cuCtxPushCurrent_v2(CUcontext ctx) {
   int valid;
   if (!fake_initialised) return CUDA_ERROR_NOT_INITIALIZED;
   pthread_mutex_lock(&fake_lock);
-  valid = ctx != NULL && ctx >= fake_contexts && ctx < fake_contexts + fake_devices &&
-          ctx->retains > 0;
+  valid =
+      ctx != NULL && ctx >= fake_contexts && ctx < fake_contexts + fake_devices && ctx->retains > 0;
   pthread_mutex_unlock(&fake_lock);
   if (!valid) return CUDA_ERROR_INVALID_CONTEXT;
   if (fake_depth == FAKE_MAX_DEPTH) return CUDA_ERROR_INVALID_VALUE;
@@ -471,8 +468,7 @@ CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t alignment, CU
   if (ptr == NULL || size == 0 || flags != 0) return CUDA_ERROR_INVALID_VALUE;
   if (current_device() < 0) return CUDA_ERROR_INVALID_CONTEXT;
   if (alignment == 0) alignment = fake_granularity;
-  if (!is_power_of_two(alignment) || size % fake_granularity != 0 ||
-      size > ((size_t)1 << 46))
+  if (!is_power_of_two(alignment) || size % fake_granularity != 0 || size > ((size_t)1 << 46))
     return CUDA_ERROR_INVALID_VALUE;
   pthread_mutex_lock(&fake_lock);
   if (injected_failure("cuMemAddressReserve", &result)) {
@@ -534,8 +530,7 @@ CUresult cuMemCreate(CUmemGenericAllocationHandle *out, size_t size,
   struct handle *h;
   CUresult result = CUDA_SUCCESS;
   int device;
-  if (out == NULL || !valid_prop(prop) || flags != 0 || size == 0 ||
-      size % fake_granularity != 0)
+  if (out == NULL || !valid_prop(prop) || flags != 0 || size == 0 || size % fake_granularity != 0)
     return CUDA_ERROR_INVALID_VALUE;
   if (current_device() < 0) return CUDA_ERROR_INVALID_CONTEXT;
   device = prop->location.id;
@@ -594,8 +589,7 @@ CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAlloc
     pthread_mutex_unlock(&fake_lock);
     return CUDA_ERROR_INVALID_VALUE;
   }
-  if (injected_failure("cuMemMap", &result) ||
-      (m = (struct mapping *)malloc(sizeof *m)) == NULL) {
+  if (injected_failure("cuMemMap", &result) || (m = (struct mapping *)malloc(sizeof *m)) == NULL) {
     pthread_mutex_unlock(&fake_lock);
     return result != CUDA_SUCCESS ? result : CUDA_ERROR_OUT_OF_MEMORY;
   }
@@ -648,8 +642,7 @@ CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc *des
   size_t i;
   if (desc == NULL || count == 0 || size == 0) return CUDA_ERROR_INVALID_VALUE;
   for (i = 0; i < count; ++i) {
-    if (desc[i].location.type != CU_MEM_LOCATION_TYPE_DEVICE)
-      return CUDA_ERROR_INVALID_VALUE;
+    if (desc[i].location.type != CU_MEM_LOCATION_TYPE_DEVICE) return CUDA_ERROR_INVALID_VALUE;
     if (!checked_device(desc[i].location.id)) return CUDA_ERROR_INVALID_DEVICE;
     switch (desc[i].flags) {
       case CU_MEM_ACCESS_FLAGS_PROT_NONE: break;
@@ -758,10 +751,8 @@ static void *stream_main(void *arg) {
     }
     if (item->op == FAKE_COPY || item->op == FAKE_HOST_FN) {
       pthread_mutex_unlock(&fake_stream_lock);
-      if (item->op == FAKE_COPY)
-        memcpy(item->dst, item->src, item->bytes);
-      else
-        item->fn(item->user_data);
+      if (item->op == FAKE_COPY) memcpy(item->dst, item->src, item->bytes);
+      else item->fn(item->user_data);
       pthread_mutex_lock(&fake_stream_lock);
     } else if (item->op == FAKE_MARK && item->event->done < item->generation) {
       item->event->done = item->generation;
@@ -830,10 +821,8 @@ static void enqueue_locked(CUstream s, struct fake_item *item) {
     ++item->event->refs;
     if (item->op == FAKE_MARK) item->generation = ++item->event->recorded;
   }
-  if (s->tail != NULL)
-    s->tail->next = item;
-  else
-    s->head = item;
+  if (s->tail != NULL) s->tail->next = item;
+  else s->head = item;
   s->tail = item;
   pthread_cond_broadcast(&fake_stream_changed);
 }
@@ -951,7 +940,7 @@ CUresult cuEventCreate(CUevent *event, unsigned int flags) {
   CUevent e;
   int device = current_device();
   if (event == NULL || (flags & ~(unsigned)(CU_EVENT_BLOCKING_SYNC | CU_EVENT_DISABLE_TIMING |
-                                             CU_EVENT_INTERPROCESS)))
+                                            CU_EVENT_INTERPROCESS)))
     return CUDA_ERROR_INVALID_VALUE;
   if (device < 0) return CUDA_ERROR_INVALID_CONTEXT;
   e = (CUevent)calloc(1, sizeof *e);
@@ -1080,10 +1069,8 @@ long fake_cuda_live_allocations(void) {
 size_t fake_cuda_used(int device) {
   size_t n = 0;
   pthread_mutex_lock(&fake_lock);
-  if (device == FAKE_HOST)
-    n = fake_host_used;
-  else if (device >= 0 && device < FAKE_MAX_DEVICES)
-    n = fake_used_bytes[device];
+  if (device == FAKE_HOST) n = fake_host_used;
+  else if (device >= 0 && device < FAKE_MAX_DEVICES) n = fake_used_bytes[device];
   pthread_mutex_unlock(&fake_lock);
   return n;
 }

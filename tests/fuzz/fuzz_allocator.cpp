@@ -3,9 +3,9 @@
 //
 // The input drives up to 256 steps on up to 4 allocators (every strategy of
 // strategy/strategy_list.h, alone or stacked with `upstream=`, with random
-// valid and invalid configs, on the CPU or a SIM device of 64 MiB) and the three place defaults (dao_alloc / dao_free on CPU, SIM 0 and
-// SIM 1): allocations of every size (0, small, large, beyond a device, huge)
-// on the default stream or a stream of any place, frees of live blocks,
+// valid and invalid configs, on the CPU or a SIM device of 64 MiB) and the three place defaults
+// (dao_alloc / dao_free on CPU, SIM 0 and SIM 1): allocations of every size (0, small, large,
+// beyond a device, huge) on the default stream or a stream of any place, frees of live blocks,
 // double frees, frees of interior, foreign and other allocators' pointers,
 // frees on the wrong place, usable_size, streams created, synchronised and
 // destroyed, writes and checks queued on streams (host functions and
@@ -98,7 +98,8 @@ const strategy_model kModels[] = {
     {"system", semantics::frees_at_once, nullptr, 0},
     {"limit", semantics::as_below, kLimitKeys, 2},
 };
-static_assert(sizeof kModels / sizeof kModels[0] == sizeof kStrategyNames / sizeof kStrategyNames[0],
+static_assert(sizeof kModels / sizeof kModels[0] ==
+                  sizeof kStrategyNames / sizeof kStrategyNames[0],
               "a strategy of strategy_list.h without its model here (kModels)");
 
 // Whether an allocator of the stack `chain` (top first; an adaptor at the
@@ -112,7 +113,7 @@ bool stream_ordered(const std::vector<int>& chain, int pl) {
 struct stream_rec {
   dao_stream s = nullptr;
   int pl = 0;
-  int refs = 0;  // live blocks allocated on it or recorded on it
+  int refs = 0;       // live blocks allocated on it or recorded on it
   bool busy = false;  // work queued since the last synchronize
 };
 
@@ -120,12 +121,12 @@ struct block {
   void* p = nullptr;
   std::size_t req = 0;
   std::size_t usable = 0;
-  std::size_t filled = 0;        // bytes of the pattern (min(req, table))
+  std::size_t filled = 0;  // bytes of the pattern (min(req, table))
   std::uint64_t seed = 0;
-  int stream = -1;               // stream it was allocated on
-  int write_stream = -1;         // stream with a pending write, or -1
-  std::vector<int> read_streams; // streams with pending reads
-  std::vector<int> recorded;     // record_stream
+  int stream = -1;                // stream it was allocated on
+  int write_stream = -1;          // stream with a pending write, or -1
+  std::vector<int> read_streams;  // streams with pending reads
+  std::vector<int> recorded;      // record_stream
 };
 
 struct allocator_rec {
@@ -134,7 +135,7 @@ struct allocator_rec {
   bool ordered = false;   // stream-ordered (see stream_ordered())
   int pl = 0;
   bool place_default = false;
-  bool limited = false;  // max_pool / memory_fraction: may run out on the CPU
+  bool limited = false;            // max_pool / memory_fraction: may run out on the CPU
   bool accumulated_reset = false;  // reset_accumulated_stats was called (or, for a
                                    // place default, may have been, before this input)
   std::map<std::uintptr_t, block> live;
@@ -222,19 +223,21 @@ class machine {
                s.allocated_bytes, allocated);
     FUZZ_CHECK(s.requested_bytes == requested, "%s: requested_bytes %" PRIu64 ", model %" PRIu64,
                name, s.requested_bytes, requested);
-    FUZZ_CHECK(s.reserved_bytes >= s.allocated_bytes, "%s: reserved %" PRIu64 " < allocated %" PRIu64,
-               name, s.reserved_bytes, s.allocated_bytes);
-    FUZZ_CHECK(s.peak_allocated_bytes >= s.allocated_bytes && s.peak_reserved_bytes >= s.reserved_bytes,
-               "%s: a peak below its current value", name);
+    FUZZ_CHECK(s.reserved_bytes >= s.allocated_bytes,
+               "%s: reserved %" PRIu64 " < allocated %" PRIu64, name, s.reserved_bytes,
+               s.allocated_bytes);
+    FUZZ_CHECK(
+        s.peak_allocated_bytes >= s.allocated_bytes && s.peak_reserved_bytes >= s.reserved_bytes,
+        "%s: a peak below its current value", name);
     FUZZ_CHECK(s.alloc_count == r.base_allocs + r.allocs && s.free_count == r.base_frees + r.frees,
-               "%s: alloc_count %" PRIu64 " free_count %" PRIu64 ", model %" PRIu64 " %" PRIu64, name,
-               s.alloc_count, s.free_count, r.base_allocs + r.allocs, r.base_frees + r.frees);
+               "%s: alloc_count %" PRIu64 " free_count %" PRIu64 ", model %" PRIu64 " %" PRIu64,
+               name, s.alloc_count, s.free_count, r.base_allocs + r.allocs, r.base_frees + r.frees);
     // The detailed statistics say the same.
     dao_stat st;
     FUZZ_OK(dao_allocator_get_stat(r.a, DAO_STAT_ALLOCATED_BYTES, DAO_STAT_POOL_ALL, &st));
     FUZZ_CHECK(st.current == static_cast<std::int64_t>(allocated) && st.peak >= st.current,
-               "%s: allocated stat %" PRId64 " (peak %" PRId64 "), model %" PRIu64, name, st.current,
-               st.peak, allocated);
+               "%s: allocated stat %" PRId64 " (peak %" PRId64 "), model %" PRIu64, name,
+               st.current, st.peak, allocated);
     FUZZ_OK(dao_allocator_get_stat(r.a, DAO_STAT_REQUESTED_BYTES, DAO_STAT_POOL_ALL, &st));
     FUZZ_CHECK(st.current == static_cast<std::int64_t>(requested), "%s: requested stat %" PRId64,
                name, st.current);
@@ -242,12 +245,12 @@ class machine {
     FUZZ_CHECK(st.current == static_cast<std::int64_t>(s.reserved_bytes),
                "%s: reserved stat %" PRId64 ", stats %" PRIu64, name, st.current, s.reserved_bytes);
     FUZZ_OK(dao_allocator_get_stat(r.a, DAO_STAT_ALLOCATED_BLOCKS, DAO_STAT_POOL_ALL, &st));
-    FUZZ_CHECK(st.current == static_cast<std::int64_t>(r.live.size()), "%s: blocks stat %" PRId64 ", model %zu",
-               name, st.current, r.live.size());
+    FUZZ_CHECK(st.current == static_cast<std::int64_t>(r.live.size()),
+               "%s: blocks stat %" PRId64 ", model %zu", name, st.current, r.live.size());
     if (!r.ordered) {  // they free at once: active = allocated
       FUZZ_OK(dao_allocator_get_stat(r.a, DAO_STAT_ACTIVE_BYTES, DAO_STAT_POOL_ALL, &st));
-      FUZZ_CHECK(st.current == static_cast<std::int64_t>(allocated), "%s: active %" PRId64 " != allocated %" PRIu64,
-                 name, st.current, allocated);
+      FUZZ_CHECK(st.current == static_cast<std::int64_t>(allocated),
+                 "%s: active %" PRId64 " != allocated %" PRIu64, name, st.current, allocated);
     }
     if (r.ordered) {
       for (int m : {DAO_STAT_ALLOCATED_BYTES, DAO_STAT_ALLOCATED_BLOCKS, DAO_STAT_REQUESTED_BYTES,
@@ -259,11 +262,12 @@ class machine {
         FUZZ_CHECK(all.current == small.current + large.current,
                    "caching: metric %d: all %" PRId64 " != small %" PRId64 " + large %" PRId64, m,
                    all.current, small.current, large.current);
-        FUZZ_CHECK(all.current >= 0 && all.peak >= all.current, "caching: metric %d: peak/current", m);
+        FUZZ_CHECK(all.current >= 0 && all.peak >= all.current, "caching: metric %d: peak/current",
+                   m);
       }
       FUZZ_OK(dao_allocator_get_stat(r.a, DAO_STAT_ALLOCATED_BLOCKS, DAO_STAT_POOL_ALL, &st));
-      FUZZ_CHECK(st.current == static_cast<std::int64_t>(r.live.size()), "caching: blocks stat %" PRId64,
-                 st.current);
+      FUZZ_CHECK(st.current == static_cast<std::int64_t>(r.live.size()),
+                 "caching: blocks stat %" PRId64, st.current);
       FUZZ_OK(dao_allocator_get_stat(r.a, DAO_STAT_ACTIVE_BYTES, DAO_STAT_POOL_ALL, &st));
       FUZZ_CHECK(st.current >= static_cast<std::int64_t>(allocated), "caching: active < allocated");
     }
@@ -390,10 +394,13 @@ class machine {
     // the caller does next happens before the check runs.
     if (delay_us == 0 && in_.ConsumeIntegralInRange<int>(0, 7) == 0) delay_us = 500;
     if (delay_us != 0)
-      FUZZ_OK(dao_launch_host_func(streams_[si].s, delay, reinterpret_cast<void*>(std::uintptr_t{delay_us})));
-    FUZZ_OK(dao_launch_host_func(streams_[si].s, run_task, new host_task{b.p, b.filled, b.seed, true}));
+      FUZZ_OK(dao_launch_host_func(streams_[si].s, delay,
+                                   reinterpret_cast<void*>(std::uintptr_t{delay_us})));
+    FUZZ_OK(
+        dao_launch_host_func(streams_[si].s, run_task, new host_task{b.p, b.filled, b.seed, true}));
     streams_[si].busy = true;
-    if (si != b.write_stream && std::find(b.read_streams.begin(), b.read_streams.end(), si) == b.read_streams.end())
+    if (si != b.write_stream &&
+        std::find(b.read_streams.begin(), b.read_streams.end(), si) == b.read_streams.end())
       b.read_streams.push_back(si);
   }
 
@@ -405,9 +412,15 @@ class machine {
   // ------------------------------------------------------------ steps
   void step() {
     switch (in_.ConsumeIntegralInRange<int>(0, 27)) {
-      case 0: case 1: return op_create();
-      case 2: case 3: case 4: case 5: return op_alloc();
-      case 6: case 7: case 8: return op_free();
+      case 0:
+      case 1: return op_create();
+      case 2:
+      case 3:
+      case 4:
+      case 5: return op_alloc();
+      case 6:
+      case 7:
+      case 8: return op_free();
       case 9: return op_double_free();
       case 10: return op_interior();
       case 11: return op_foreign();
@@ -508,11 +521,14 @@ class machine {
     dao_allocator* sentinel = reinterpret_cast<dao_allocator*>(std::uintptr_t{0x5a5a5a00});
     dao_allocator* a = sentinel;
     if (where >= 5) {  // a place that does not exist, or a strategy that does not
-      dao_place bad = where == 5 ? dao_place_sim(7) : where == 6 ? dao_place_cuda(0) : dao_place_cpu();
+      dao_place bad = where == 5   ? dao_place_sim(7)
+                      : where == 6 ? dao_place_cuda(0)
+                                   : dao_place_cpu();
       const char* name = where == 7 ? "bogus" : kStrategyNames[strategy];
       dao_status s = dao_allocator_create(bad, name, config.c_str(), &a);
       FUZZ_CHECK(s == (where == 7 ? DAO_ERR_INVALID_ARGUMENT : DAO_ERR_NO_DEVICE),
-                 "dao_allocator_create on a bad place/strategy gave %d (%s)", (int)s, dao_status_string(s));
+                 "dao_allocator_create on a bad place/strategy gave %d (%s)", (int)s,
+                 dao_status_string(s));
       FUZZ_MESSAGE(s);
       FUZZ_CHECK(a == sentinel, "a failed create changed its out-parameter");
       return;
@@ -527,10 +543,10 @@ class machine {
       // reserved: a SIM device may be full; the CPU has room for the few
       // MiB asked here (initial_pool <= max_pool, or the config is refused).
       FUZZ_CHECK(s == DAO_ERR_INVALID_ARGUMENT ||
-                     (s == DAO_ERR_OUT_OF_MEMORY && config.find("initial_pool") != std::string::npos &&
-                      pl != 0),
-                 "dao_allocator_create(%s, '%s') gave %d (%s)", kStrategyNames[strategy], config.c_str(),
-                 (int)s, dao_status_string(s));
+                     (s == DAO_ERR_OUT_OF_MEMORY &&
+                      config.find("initial_pool") != std::string::npos && pl != 0),
+                 "dao_allocator_create(%s, '%s') gave %d (%s)", kStrategyNames[strategy],
+                 config.c_str(), (int)s, dao_status_string(s));
       FUZZ_CHECK(a == sentinel, "a failed create changed its out-parameter");
       return;
     }
@@ -551,12 +567,19 @@ class machine {
     must_fail = false;
     switch (in_.ConsumeIntegralInRange<int>(0, 15)) {
       case 0: return 0;
-      case 1: case 2: case 3: case 4: return in_.ConsumeIntegralInRange<std::size_t>(1, 512);
-      case 5: case 6: case 7: return in_.ConsumeIntegralInRange<std::size_t>(513, 64 * KiB);
-      case 8: case 9: return in_.ConsumeIntegralInRange<std::size_t>(64 * KiB, MiB + 4096);
-      case 10: case 11:  // large; now and then very large (slow: fresh pages to fill)
-        return in_.ConsumeIntegralInRange<std::size_t>(MiB, in_.ConsumeIntegralInRange<int>(0, 7) == 0 ? 16 * MiB
-                                                                                                     : 3 * MiB);
+      case 1:
+      case 2:
+      case 3:
+      case 4: return in_.ConsumeIntegralInRange<std::size_t>(1, 512);
+      case 5:
+      case 6:
+      case 7: return in_.ConsumeIntegralInRange<std::size_t>(513, 64 * KiB);
+      case 8:
+      case 9: return in_.ConsumeIntegralInRange<std::size_t>(64 * KiB, MiB + 4096);
+      case 10:
+      case 11:  // large; now and then very large (slow: fresh pages to fill)
+        return in_.ConsumeIntegralInRange<std::size_t>(
+            MiB, in_.ConsumeIntegralInRange<int>(0, 7) == 0 ? 16 * MiB : 3 * MiB);
       case 12:
         if (pl == 0) return in_.ConsumeIntegralInRange<std::size_t>(1, 4096);
         must_fail = true;  // more than the device has
@@ -564,9 +587,7 @@ class machine {
       case 13:
         must_fail = true;
         return in_.ConsumeIntegralInRange<std::size_t>(std::size_t(1) << 48, SIZE_MAX);
-      case 14:
-        must_fail = true;
-        return SIZE_MAX - in_.ConsumeIntegralInRange<std::size_t>(0, 4096);
+      case 14: must_fail = true; return SIZE_MAX - in_.ConsumeIntegralInRange<std::size_t>(0, 4096);
       default: return in_.ConsumeIntegralInRange<std::size_t>(1, 256 * 3);
     }
   }
@@ -594,8 +615,9 @@ class machine {
     const bool wrong_place = si >= 0 && r->ordered && streams_[si].pl != r->pl;
     frozen before = freeze(*r);
     void* p = reinterpret_cast<void*>(1);
-    dao_status s = r->place_default ? dao_alloc(place_of(r->pl), n, &p)
-                                    : dao_allocator_alloc(r->a, n, si >= 0 ? streams_[si].s : nullptr, &p);
+    dao_status s = r->place_default
+                       ? dao_alloc(place_of(r->pl), n, &p)
+                       : dao_allocator_alloc(r->a, n, si >= 0 ? streams_[si].s : nullptr, &p);
     // With a size of 0 (nothing to allocate) or an impossible size, either
     // status may come first.
     if (wrong_place && !(n == 0 && s == DAO_OK) && !(must_fail && s == DAO_ERR_OUT_OF_MEMORY)) {
@@ -698,8 +720,8 @@ class machine {
     if (r == nullptr) return;
     block* b = pick_block(*r);
     if (b == nullptr || b->usable < 2) return;
-    char* q = static_cast<char*>(b->p) +
-              in_.ConsumeIntegralInRange<std::size_t>(1, std::min<std::size_t>(b->usable - 1, 1 << 20));
+    char* q = static_cast<char*>(b->p) + in_.ConsumeIntegralInRange<std::size_t>(
+                                             1, std::min<std::size_t>(b->usable - 1, 1 << 20));
     frozen before = freeze(*r);
     expect_refused(free_on(*r, q), DAO_ERR_INVALID_POINTER, "free of an interior pointer");
     if (!r->place_default) {
@@ -728,8 +750,13 @@ class machine {
         break;
       }
       case 1: q = stack_like + 256; break;
-      case 2: q = reinterpret_cast<void*>(in_.ConsumeIntegral<std::uintptr_t>() & ~std::uintptr_t{255}); break;
-      default: q = reinterpret_cast<void*>(std::uintptr_t{256} * in_.ConsumeIntegralInRange<int>(1, 1 << 20)); break;
+      case 2:
+        q = reinterpret_cast<void*>(in_.ConsumeIntegral<std::uintptr_t>() & ~std::uintptr_t{255});
+        break;
+      default:
+        q = reinterpret_cast<void*>(std::uintptr_t{256} *
+                                    in_.ConsumeIntegralInRange<int>(1, 1 << 20));
+        break;
     }
     if (q == nullptr || r->live.count(reinterpret_cast<std::uintptr_t>(q)) != 0) return;
     frozen before = freeze(*r);
@@ -745,7 +772,8 @@ class machine {
       block* b = pick_block(*r);
       const int other = (r->pl + 1 + in_.ConsumeIntegralInRange<int>(0, 1)) % kPlaces;
       frozen f2 = freeze(*r);
-      expect_refused(dao_free(place_of(other), b->p), DAO_ERR_INVALID_POINTER, "dao_free on the wrong place");
+      expect_refused(dao_free(place_of(other), b->p), DAO_ERR_INVALID_POINTER,
+                     "dao_free on the wrong place");
       same(*r, f2, "dao_free on the wrong place");
     }
   }
@@ -880,7 +908,8 @@ class machine {
     if (released != 0)
       FUZZ_CHECK(before.reserved_bytes - after.reserved_bytes == released,
                  "%s trim reported %zu bytes released, reserved went from %" PRIu64 " to %" PRIu64,
-                 kStrategyNames[r->strategy], released, before.reserved_bytes, after.reserved_bytes);
+                 kStrategyNames[r->strategy], released, before.reserved_bytes,
+                 after.reserved_bytes);
     check_blocks(*r, "after trim");
   }
 
@@ -890,30 +919,32 @@ class machine {
     const int m = in_.ConsumeIntegralInRange<int>(-1, DAO_STAT_METRIC_COUNT);
     const int p = in_.ConsumeIntegralInRange<int>(-1, DAO_STAT_POOL_COUNT);
     dao_stat st;
-    dao_status s = dao_allocator_get_stat(r->a, static_cast<dao_stat_metric>(m), static_cast<dao_stat_pool>(p), &st);
+    dao_status s = dao_allocator_get_stat(r->a, static_cast<dao_stat_metric>(m),
+                                          static_cast<dao_stat_pool>(p), &st);
     if (m < 0 || m >= DAO_STAT_METRIC_COUNT || p < 0 || p >= DAO_STAT_POOL_COUNT) {
       expect_refused(s, DAO_ERR_INVALID_ARGUMENT, "get_stat of an unknown metric or pool");
       return;
     }
     // Buddy and system keep the whole-pool figures but the inactive split.
-    const bool kept = r->ordered ||
-                      (p == DAO_STAT_POOL_ALL && m != DAO_STAT_INACTIVE_SPLIT_BYTES &&
-                       m != DAO_STAT_INACTIVE_SPLIT_BLOCKS);
+    const bool kept = r->ordered || (p == DAO_STAT_POOL_ALL && m != DAO_STAT_INACTIVE_SPLIT_BYTES &&
+                                     m != DAO_STAT_INACTIVE_SPLIT_BLOCKS);
     if (!kept) {
       expect_refused(s, DAO_ERR_UNSUPPORTED, "get_stat of a statistic the strategy does not keep");
       return;
     }
     FUZZ_OK(s);
     FUZZ_CHECK(st.current >= 0 && st.peak >= st.current && st.allocated >= 0 && st.freed >= 0,
-               "get_stat(%d, %d): current %" PRId64 " peak %" PRId64 " allocated %" PRId64 " freed %" PRId64,
+               "get_stat(%d, %d): current %" PRId64 " peak %" PRId64 " allocated %" PRId64
+               " freed %" PRId64,
                m, p, st.current, st.peak, st.allocated, st.freed);
     // Increases minus decreases since creation are the current value (a
     // reset of the accumulated parts starts them again from 0).
     if (!r->accumulated_reset)
       FUZZ_CHECK(st.allocated - st.freed == st.current,
-                 "get_stat(%d, %d): allocated %" PRId64 " - freed %" PRId64 " != current %" PRId64, m, p,
-                 st.allocated, st.freed, st.current);
-    expect_refused(dao_allocator_get_stat(r->a, static_cast<dao_stat_metric>(m), static_cast<dao_stat_pool>(p), nullptr),
+                 "get_stat(%d, %d): allocated %" PRId64 " - freed %" PRId64 " != current %" PRId64,
+                 m, p, st.allocated, st.freed, st.current);
+    expect_refused(dao_allocator_get_stat(r->a, static_cast<dao_stat_metric>(m),
+                                          static_cast<dao_stat_pool>(p), nullptr),
                    DAO_ERR_INVALID_ARGUMENT, "get_stat with a NULL out-parameter");
   }
 
@@ -940,8 +971,10 @@ class machine {
       FUZZ_OK(dao_snapshot_segment(snap, i, &seg));
       FUZZ_CHECK(seg.address >= prev_end, "snapshot segments overlap or are out of order");
       prev_end = seg.address + seg.size;
-      FUZZ_CHECK(seg.mapped_bytes <= seg.size, "segment maps %zu of %zu bytes", seg.mapped_bytes, seg.size);
-      FUZZ_CHECK(seg.expandable || seg.mapped_bytes == seg.size, "a fixed segment not wholly mapped");
+      FUZZ_CHECK(seg.mapped_bytes <= seg.size, "segment maps %zu of %zu bytes", seg.mapped_bytes,
+                 seg.size);
+      FUZZ_CHECK(seg.expandable || seg.mapped_bytes == seg.size,
+                 "a fixed segment not wholly mapped");
       mapped += seg.mapped_bytes;
       std::uintptr_t at = seg.address;
       for (size_t j = 0; j < seg.block_count; ++j) {
@@ -950,22 +983,24 @@ class machine {
         b.struct_size = sizeof b;
         FUZZ_OK(dao_snapshot_block(snap, i, j, &b));
         FUZZ_CHECK(b.address == at && b.size > 0,
-                   "segment %zu block %zu at %#" PRIxPTR " size %zu does not follow %#" PRIxPTR, i, j,
-                   b.address, b.size, at);
+                   "segment %zu block %zu at %#" PRIxPTR " size %zu does not follow %#" PRIxPTR, i,
+                   j, b.address, b.size, at);
         at += b.size;
         if (b.state == DAO_BLOCK_ALLOCATED) allocated[b.address] = b;
         else FUZZ_CHECK(b.requested_size == 0, "a free block with a requested size");
       }
-      FUZZ_CHECK(at == seg.address + seg.size, "the blocks of segment %zu end at %#" PRIxPTR
-                 ", the segment at %#" PRIxPTR, i, at, seg.address + seg.size);
+      FUZZ_CHECK(at == seg.address + seg.size,
+                 "the blocks of segment %zu end at %#" PRIxPTR ", the segment at %#" PRIxPTR, i, at,
+                 seg.address + seg.size);
       dao_block_info b;
       std::memset(&b, 0, sizeof b);
       b.struct_size = sizeof b;
       expect_refused(dao_snapshot_block(snap, i, seg.block_count, &b), DAO_ERR_INVALID_ARGUMENT,
                      "snapshot block past the end");
     }
-    FUZZ_CHECK(mapped == st.reserved_bytes, "snapshot maps %" PRIu64 " bytes, reserved_bytes %" PRIu64,
-               mapped, st.reserved_bytes);
+    FUZZ_CHECK(mapped == st.reserved_bytes,
+               "snapshot maps %" PRIu64 " bytes, reserved_bytes %" PRIu64, mapped,
+               st.reserved_bytes);
     FUZZ_CHECK(allocated.size() == r->live.size(), "snapshot has %zu allocated blocks, model %zu",
                allocated.size(), r->live.size());
     for (const auto& [addr, b] : r->live) {
@@ -1004,7 +1039,8 @@ class machine {
     FUZZ_OK(dao_allocator_snapshot_json(r->a, buf.data(), cap, &len2));
     FUZZ_CHECK(len2 == len, "JSON length changed from %zu to %zu with nothing done", len, len2);
     const size_t written = std::min(len, cap - 1);
-    FUZZ_CHECK(buf[written] == '\0' && std::strlen(buf.data()) == written && (written == 0 || buf[0] == '{'),
+    FUZZ_CHECK(buf[written] == '\0' && std::strlen(buf.data()) == written &&
+                   (written == 0 || buf[0] == '{'),
                "JSON of %zu bytes into %zu: not terminated where it should be", len, cap);
     expect_refused(dao_allocator_snapshot_json(r->a, nullptr, 10, &len2), DAO_ERR_INVALID_ARGUMENT,
                    "JSON with a NULL buffer and a capacity");
@@ -1016,9 +1052,10 @@ class machine {
     if (in_.ConsumeBool()) {
       FUZZ_OK(dao_allocator_reset_peak_stats(r->a));
       dao_allocator_stats s = stats(*r);
-      FUZZ_CHECK(s.peak_allocated_bytes == s.allocated_bytes && s.peak_reserved_bytes == s.reserved_bytes,
-                 "after reset_peak_stats: peaks %" PRIu64 "/%" PRIu64 ", current %" PRIu64 "/%" PRIu64,
-                 s.peak_allocated_bytes, s.peak_reserved_bytes, s.allocated_bytes, s.reserved_bytes);
+      FUZZ_CHECK(
+          s.peak_allocated_bytes == s.allocated_bytes && s.peak_reserved_bytes == s.reserved_bytes,
+          "after reset_peak_stats: peaks %" PRIu64 "/%" PRIu64 ", current %" PRIu64 "/%" PRIu64,
+          s.peak_allocated_bytes, s.peak_reserved_bytes, s.allocated_bytes, s.reserved_bytes);
     } else {
       FUZZ_OK(dao_allocator_reset_accumulated_stats(r->a));
       r->base_allocs = r->base_frees = r->allocs = r->frees = 0;
@@ -1053,24 +1090,30 @@ class machine {
     alignas(64) static unsigned char fake[256];
     dao_allocator* bad = reinterpret_cast<dao_allocator*>(fake);
     void* p = reinterpret_cast<void*>(1);
-    expect_refused(dao_allocator_alloc(nullptr, 16, nullptr, &p), DAO_ERR_INVALID_ARGUMENT, "alloc(NULL)");
+    expect_refused(dao_allocator_alloc(nullptr, 16, nullptr, &p), DAO_ERR_INVALID_ARGUMENT,
+                   "alloc(NULL)");
     FUZZ_CHECK(p == nullptr, "alloc(NULL) left the pointer");
-    expect_refused(dao_allocator_alloc(bad, 16, nullptr, &p), DAO_ERR_INVALID_ARGUMENT, "alloc(fake)");
+    expect_refused(dao_allocator_alloc(bad, 16, nullptr, &p), DAO_ERR_INVALID_ARGUMENT,
+                   "alloc(fake)");
     expect_refused(dao_allocator_free(bad, nullptr), DAO_ERR_INVALID_ARGUMENT, "free(fake)");
     expect_refused(dao_allocator_trim(bad, nullptr), DAO_ERR_INVALID_ARGUMENT, "trim(fake)");
     expect_refused(dao_allocator_destroy(bad), DAO_ERR_INVALID_ARGUMENT, "destroy(fake)");
-    expect_refused(dao_allocator_info(nullptr, nullptr, nullptr, nullptr), DAO_ERR_INVALID_ARGUMENT, "info(NULL)");
+    expect_refused(dao_allocator_info(nullptr, nullptr, nullptr, nullptr), DAO_ERR_INVALID_ARGUMENT,
+                   "info(NULL)");
     allocator_rec* r = pick_allocator();
     if (r == nullptr) return;
     frozen before = freeze(*r);
     if (r->place_default) {
-      expect_refused(dao_allocator_destroy(r->a), DAO_ERR_INVALID_ARGUMENT, "destroy of a place default");
+      expect_refused(dao_allocator_destroy(r->a), DAO_ERR_INVALID_ARGUMENT,
+                     "destroy of a place default");
     } else {
-      expect_refused(dao_allocator_alloc(r->a, 16, nullptr, nullptr), DAO_ERR_INVALID_ARGUMENT, "alloc with NULL out");
+      expect_refused(dao_allocator_alloc(r->a, 16, nullptr, nullptr), DAO_ERR_INVALID_ARGUMENT,
+                     "alloc with NULL out");
       dao_allocator_stats small;
       std::memset(&small, 0, sizeof small);
       small.struct_size = 4;
-      expect_refused(dao_allocator_get_stats(r->a, &small), DAO_ERR_INVALID_ARGUMENT, "get_stats with a tiny struct");
+      expect_refused(dao_allocator_get_stats(r->a, &small), DAO_ERR_INVALID_ARGUMENT,
+                     "get_stats with a tiny struct");
       // A caller's struct newer (larger) than the library's: the fields the
       // library does not know are zeroed, nothing past the struct is touched.
       alignas(dao_allocator_stats) unsigned char newer[sizeof(dao_allocator_stats) + 32];
@@ -1078,7 +1121,8 @@ class machine {
       dao_allocator_stats* s = reinterpret_cast<dao_allocator_stats*>(newer);
       s->struct_size = sizeof(dao_allocator_stats) + 16;
       FUZZ_OK(dao_allocator_get_stats(r->a, s));
-      FUZZ_CHECK(s->struct_size == sizeof(dao_allocator_stats) + 16, "get_stats changed struct_size");
+      FUZZ_CHECK(s->struct_size == sizeof(dao_allocator_stats) + 16,
+                 "get_stats changed struct_size");
       for (size_t i = sizeof(dao_allocator_stats); i < sizeof newer; ++i)
         FUZZ_CHECK(newer[i] == (i < sizeof(dao_allocator_stats) + 16 ? 0 : 0xee),
                    "get_stats: byte %zu past the library's struct is %#x", i, newer[i]);
@@ -1095,7 +1139,7 @@ class machine {
     block* a = pick_block(*r1);
     block* b = pick_block(*r2);
     if (a == nullptr || b == nullptr) return;
-    if (a == b) {  // overlapping ranges are refused
+    if (a == b) {          // overlapping ranges are refused
       if (a->filled >= 3)  // n - 1 bytes from p to p + 1 overlap when n - 1 >= 2
         expect_refused(dao_memcpy_async(static_cast<char*>(a->p) + 1, a->p, a->filled - 1, nullptr),
                        DAO_ERR_INVALID_ARGUMENT, "memcpy of overlapping ranges");

@@ -41,18 +41,18 @@ inline void fail(const char* file, int line, const char* fmt, ...) {
 }
 
 #define FUZZ_FAIL(...) ::fuzz::fail(__FILE__, __LINE__, __VA_ARGS__)
-#define FUZZ_CHECK(cond, ...)          \
-  do {                                 \
+#define FUZZ_CHECK(cond, ...)            \
+  do {                                   \
     if (!(cond)) FUZZ_FAIL(__VA_ARGS__); \
   } while (0)
 
 // Expects exactly `want` from a call.
-#define FUZZ_EXPECT(expr, want)                                                              \
-  do {                                                                                       \
-    dao_status fuzz_got_ = (expr);                                                           \
-    dao_status fuzz_want_ = (want);                                                          \
-    if (fuzz_got_ != fuzz_want_)                                                             \
-      FUZZ_FAIL("%s gave %d (%s), expected %d (%s)", #expr, (int)fuzz_got_,                  \
+#define FUZZ_EXPECT(expr, want)                                                                \
+  do {                                                                                         \
+    dao_status fuzz_got_ = (expr);                                                             \
+    dao_status fuzz_want_ = (want);                                                            \
+    if (fuzz_got_ != fuzz_want_)                                                               \
+      FUZZ_FAIL("%s gave %d (%s), expected %d (%s)", #expr, (int)fuzz_got_,                    \
                 dao_status_string(fuzz_got_), (int)fuzz_want_, dao_status_string(fuzz_want_)); \
   } while (0)
 
@@ -115,7 +115,8 @@ inline void fill(void* p, std::size_t n, std::uint64_t seed) {
 }
 
 // Index of the first byte that differs from the pattern, or n.
-FUZZ_NO_COVERAGE inline std::size_t first_mismatch(const void* p, std::size_t n, std::uint64_t seed) {
+FUZZ_NO_COVERAGE inline std::size_t first_mismatch(const void* p, std::size_t n,
+                                                   std::uint64_t seed) {
   const unsigned char* want = pattern(seed);
   if (std::memcmp(p, want, n) == 0) return n;
   const auto* got = static_cast<const unsigned char*>(p);

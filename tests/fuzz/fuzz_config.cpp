@@ -118,9 +118,8 @@ std::map<std::string, std::string> split(const std::string& text) {
   std::size_t start = 0;
   while (start <= text.size()) {
     std::size_t comma = text.find(',', start);
-    std::string item(dao::detail::trim_spaces(
-        std::string_view(text).substr(start, comma == std::string::npos ? std::string::npos
-                                                                        : comma - start)));
+    std::string item(dao::detail::trim_spaces(std::string_view(text).substr(
+        start, comma == std::string::npos ? std::string::npos : comma - start)));
     if (!item.empty()) {
       std::size_t eq = item.find('=');
       out[std::string(dao::detail::trim_spaces(std::string_view(item).substr(0, eq)))] =
@@ -162,12 +161,8 @@ void check_value(const std::string& prefixed, const std::string& asked,
       same = want == dao::detail::parse_size(effective, key);
       break;
     }
-    case kind::number:
-      same = number_of(asked) == number_of(effective);
-      break;
-    case kind::boolean:
-      same = boolean_of(asked) == boolean_of(effective);
-      break;
+    case kind::number: same = number_of(asked) == number_of(effective); break;
+    case kind::boolean: same = boolean_of(asked) == boolean_of(effective); break;
     case kind::none_or_number:
       same = (asked == "none") == (effective == "none") &&
              (asked == "none" || number_of(asked) == number_of(effective));
@@ -230,9 +225,8 @@ void fuzz_allocator_config(int strategy, int where, const std::string& text) {
       std::size_t eff_bytes = dao::detail::parse_size(keys[bytes_key], k);
       // mb is a whole number that passed validation; mb MiB may not fit a size_t.
       if (mb >= 17592186044416.0 /* 2^44 */ || eff_bytes != static_cast<std::size_t>(mb) << 20)
-        FUZZ_FAIL("config '%s' asked %s=%s but the effective config '%s' says %s=%s",
-                  text.c_str(), k.c_str(), v.c_str(), eff1.c_str(), bytes_key.c_str(),
-                  keys[bytes_key].c_str());
+        FUZZ_FAIL("config '%s' asked %s=%s but the effective config '%s' says %s=%s", text.c_str(),
+                  k.c_str(), v.c_str(), eff1.c_str(), bytes_key.c_str(), keys[bytes_key].c_str());
       continue;
     }
     if (base == "expandable_segments") continue;  // false where the place cannot map
@@ -294,8 +288,8 @@ void fuzz_recycle_config(const std::string& text) {
   dao_status s = dao_recycle_create(dao_place_cpu(), 4, 1, shape, 2, 1, text.c_str(), &pool);
   FUZZ_MESSAGE(s);
   if (s != DAO_OK) {
-    FUZZ_CHECK(s == DAO_ERR_INVALID_ARGUMENT, "dao_recycle_create('%s') gave %d (%s)",
-               text.c_str(), (int)s, dao_status_string(s));
+    FUZZ_CHECK(s == DAO_ERR_INVALID_ARGUMENT, "dao_recycle_create('%s') gave %d (%s)", text.c_str(),
+               (int)s, dao_status_string(s));
     return;
   }
   dao_buffer* b = nullptr;

@@ -45,12 +45,12 @@ constexpr std::size_t MiB = std::size_t(1) << 20;
 dao_place place_of(int pl) { return pl == 0 ? dao_place_cpu() : dao_place_sim(pl - 1); }
 
 struct buffer_rec {
-  int pool = -1;            // index in pools_ (unique for the input)
+  int pool = -1;  // index in pools_ (unique for the input)
   void* data = nullptr;
   bool queued = false;
-  unsigned refs = 0;        // the callers' references (not the queue's)
+  unsigned refs = 0;  // the callers' references (not the queue's)
   std::uint64_t seq = UINT64_MAX;
-  std::uint64_t seed = 0;   // pattern last written (0: never written)
+  std::uint64_t seed = 0;  // pattern last written (0: never written)
   bool free() const { return !queued && refs == 0; }
 };
 
@@ -109,11 +109,12 @@ class machine {
                "; model %zu %" PRIu64 " %" PRIu64 " %" PRIu64,
                pi, s.created, s.free, s.queued, s.held, p.buffers.size() + unseen, free_n, queued_n,
                held_n);
-    FUZZ_CHECK(s.created == s.free + s.queued + s.held && s.created <= p.max, "pool %d: counts", pi);
+    FUZZ_CHECK(s.created == s.free + s.queued + s.held && s.created <= p.max, "pool %d: counts",
+               pi);
     FUZZ_CHECK(s.acquired == p.acquired && s.submitted == p.submitted && s.taken == p.taken &&
                    s.timeouts == p.timeouts,
-               "pool %d: acquired %" PRIu64 " submitted %" PRIu64 " taken %" PRIu64 " timeouts %" PRIu64
-               "; model %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64,
+               "pool %d: acquired %" PRIu64 " submitted %" PRIu64 " taken %" PRIu64
+               " timeouts %" PRIu64 "; model %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64,
                pi, s.acquired, s.submitted, s.taken, s.timeouts, p.acquired, p.submitted, p.taken,
                p.timeouts);
     FUZZ_CHECK(s.peak_free >= s.free && s.peak_queued >= s.queued && s.peak_held >= s.held,
@@ -150,7 +151,8 @@ class machine {
   // A buffer of a live pool, in any state.
   dao_buffer* pick_buffer(int pi) {
     if (pi < 0 || pools_[pi].buffers.empty()) return nullptr;
-    return pools_[pi].buffers[in_.ConsumeIntegralInRange<std::size_t>(0, pools_[pi].buffers.size() - 1)];
+    return pools_[pi]
+        .buffers[in_.ConsumeIntegralInRange<std::size_t>(0, pools_[pi].buffers.size() - 1)];
   }
 
   void check_contents(dao_buffer* b, const char* when) {
@@ -176,15 +178,17 @@ class machine {
     int ndim = 0;
     const size_t* shape = nullptr;
     FUZZ_OK(dao_buffer_shape(b, &ndim, &shape));
-    FUZZ_CHECK(ndim == static_cast<int>(p.shape.size()) && std::equal(p.shape.begin(), p.shape.end(), shape),
+    FUZZ_CHECK(ndim == static_cast<int>(p.shape.size()) &&
+                   std::equal(p.shape.begin(), p.shape.end(), shape),
                "buffer shape differs from its pool's");
     size_t element = 0, bytes = 0;
     FUZZ_OK(dao_buffer_size(b, &element, &bytes));
-    FUZZ_CHECK(element == p.element && bytes == p.bytes, "buffer size %zu x -> %zu, pool %zu -> %zu", element,
-               bytes, p.element, p.bytes);
+    FUZZ_CHECK(element == p.element && bytes == p.bytes,
+               "buffer size %zu x -> %zu, pool %zu -> %zu", element, bytes, p.element, p.bytes);
     dao_place place{};
     FUZZ_OK(dao_buffer_place(b, &place));
-    FUZZ_CHECK(place.kind == place_of(p.pl).kind && place.device == place_of(p.pl).device, "buffer place");
+    FUZZ_CHECK(place.kind == place_of(p.pl).kind && place.device == place_of(p.pl).device,
+               "buffer place");
     std::uint64_t seq = 0;
     FUZZ_OK(dao_buffer_sequence(b, &seq));
     FUZZ_CHECK(seq == r.seq, "buffer sequence %" PRIu64 ", model %" PRIu64, seq, r.seq);
@@ -193,12 +197,18 @@ class machine {
   // ------------------------------------------------------------ steps
   void step() {
     switch (in_.ConsumeIntegralInRange<int>(0, 19)) {
-      case 0: case 1: return op_create();
-      case 2: case 3: case 4: return op_acquire();
-      case 5: case 6: return op_submit();
-      case 7: case 8: return op_take();
+      case 0:
+      case 1: return op_create();
+      case 2:
+      case 3:
+      case 4: return op_acquire();
+      case 5:
+      case 6: return op_submit();
+      case 7:
+      case 8: return op_take();
       case 9: return op_retain();
-      case 10: case 11: return op_release();
+      case 10:
+      case 11: return op_release();
       case 12: return op_getters();
       case 13: return op_close();
       case 14: return op_destroy();
@@ -223,15 +233,15 @@ class machine {
     const int flavour = in_.ConsumeIntegralInRange<int>(0, 11);
     if (flavour == 0) element = 0;
     if (flavour == 1 && !shape.empty()) shape[0] = 0;
-    if (flavour == 2) shape[0] = SIZE_MAX / 2;  // the product overflows
+    if (flavour == 2) shape[0] = SIZE_MAX / 2;          // the product overflows
     if (flavour == 3 && pl != 0) shape[0] = 64 * 1024;  // large buffers: SIM runs out
     std::size_t max = in_.ConsumeIntegralInRange<std::size_t>(1, 8);
     if (flavour == 4) max = 0;
     if (flavour == 5) max = (std::size_t(1) << 20) + 1;
     std::size_t prealloc = in_.ConsumeIntegralInRange<std::size_t>(0, max);
     if (flavour == 6) prealloc = max + 1;
-    static const char* const configs[] = {"", "name=frames", "spin=0", "spin=100,name=x",
-                                          "bogus=1", "spin=-1", "spin=abc", "name="};
+    static const char* const configs[] = {"",        "name=frames", "spin=0",   "spin=100,name=x",
+                                          "bogus=1", "spin=-1",     "spin=abc", "name="};
     const char* config = configs[in_.ConsumeIntegralInRange<int>(0, 7)];
     std::size_t bytes = element;
     bool overflow = false;
@@ -241,24 +251,27 @@ class machine {
     }
     const bool bad_args = element == 0 || ndim < 1 || ndim > DAO_RECYCLE_MAX_DIMS || bytes == 0 ||
                           overflow || max == 0 || max > (std::size_t(1) << 20) || prealloc > max;
-    const bool bad_config = std::strcmp(config, "bogus=1") == 0 || std::strcmp(config, "spin=-1") == 0 ||
-                            std::strcmp(config, "spin=abc") == 0 || std::strcmp(config, "name=") == 0;
+    const bool bad_config =
+        std::strcmp(config, "bogus=1") == 0 || std::strcmp(config, "spin=-1") == 0 ||
+        std::strcmp(config, "spin=abc") == 0 || std::strcmp(config, "name=") == 0;
     const bool in_collection = in_.ConsumeBool();
     std::string name = "pool" + std::to_string(pools_.size());
     dao_recycle_pool* pool = reinterpret_cast<dao_recycle_pool*>(std::uintptr_t{0x5a5a5a00});
     dao_status s;
     if (in_collection) {
       if (collection_ == nullptr) FUZZ_OK(dao_collection_create(&collection_));
-      s = dao_collection_add(collection_, name.c_str(), place_of(pl), element, ndim, shape.data(), max,
-                             prealloc, config, &pool);
+      s = dao_collection_add(collection_, name.c_str(), place_of(pl), element, ndim, shape.data(),
+                             max, prealloc, config, &pool);
     } else {
-      s = dao_recycle_create(place_of(pl), element, ndim, shape.data(), max, prealloc, config, &pool);
+      s = dao_recycle_create(place_of(pl), element, ndim, shape.data(), max, prealloc, config,
+                             &pool);
     }
     if (bad_args || bad_config) {
       if (s != DAO_ERR_INVALID_ARGUMENT && !(pl == 3 && s == DAO_ERR_NO_DEVICE))
-        FUZZ_FAIL("recycle create (element %zu, ndim %d, bytes %zu%s, max %zu, prealloc %zu, '%s') gave %d (%s)",
-                  element, ndim, bytes, overflow ? " overflowing" : "", max, prealloc, config, (int)s,
-                  dao_status_string(s));
+        FUZZ_FAIL("recycle create (element %zu, ndim %d, bytes %zu%s, max %zu, prealloc %zu, '%s') "
+                  "gave %d (%s)",
+                  element, ndim, bytes, overflow ? " overflowing" : "", max, prealloc, config,
+                  (int)s, dao_status_string(s));
       FUZZ_MESSAGE(s);
       FUZZ_CHECK(pool == reinterpret_cast<dao_recycle_pool*>(std::uintptr_t{0x5a5a5a00}) ||
                      pool == nullptr,
@@ -270,8 +283,8 @@ class machine {
       return;
     }
     if (s == DAO_ERR_OUT_OF_MEMORY) {
-      FUZZ_CHECK(pl != 0 || bytes > (std::size_t(1) << 40), "recycle create ran out of memory for %zu x %zu bytes",
-                 prealloc, bytes);
+      FUZZ_CHECK(pl != 0 || bytes > (std::size_t(1) << 40),
+                 "recycle create ran out of memory for %zu x %zu bytes", prealloc, bytes);
       FUZZ_MESSAGE(s);
       return;
     }
@@ -289,8 +302,8 @@ class machine {
     pools_.push_back(p);
     const int pi = static_cast<int>(pools_.size()) - 1;
     dao_recycle_stats st = stats(pi);
-    FUZZ_CHECK(st.created == prealloc && st.free == prealloc, "created %" PRIu64 " of %zu preallocated",
-               st.created, prealloc);
+    FUZZ_CHECK(st.created == prealloc && st.free == prealloc,
+               "created %" PRIu64 " of %zu preallocated", st.created, prealloc);
     // The preallocated buffers are unknown handles until acquired: count
     // them as anonymous free buffers, named when they come out.
     preallocated_[pi] = prealloc;
@@ -302,13 +315,14 @@ class machine {
     buffer_rec r;
     r.pool = pi;
     FUZZ_OK(dao_buffer_data(b, &r.data));
-    FUZZ_CHECK(r.data != nullptr && reinterpret_cast<std::uintptr_t>(r.data) % 256 == 0, "buffer data %p", r.data);
+    FUZZ_CHECK(r.data != nullptr && reinterpret_cast<std::uintptr_t>(r.data) % 256 == 0,
+               "buffer data %p", r.data);
     auto lo = reinterpret_cast<std::uintptr_t>(r.data);
     for (const auto& [h, o] : bufs_) {
       auto olo = reinterpret_cast<std::uintptr_t>(o.data);
       if (pools_[o.pool].alive && lo < olo + pools_[o.pool].bytes && olo < lo + p.bytes)
-        FUZZ_FAIL("new buffer %p (%zu bytes) overlaps buffer %p (%zu bytes)", r.data, p.bytes, o.data,
-                  pools_[o.pool].bytes);
+        FUZZ_FAIL("new buffer %p (%zu bytes) overlaps buffer %p (%zu bytes)", r.data, p.bytes,
+                  o.data, pools_[o.pool].bytes);
     }
     bufs_[b] = r;
     p.buffers.push_back(b);
@@ -338,8 +352,8 @@ class machine {
       return;
     }
     if (s == DAO_ERR_OUT_OF_MEMORY) {
-      FUZZ_CHECK(free_n == 0 && (p.pl != 0 || p.bytes > (std::size_t(1) << 40)), "acquire ran out of memory with %zu free buffers on place %d", free_n,
-                 p.pl);
+      FUZZ_CHECK(free_n == 0 && (p.pl != 0 || p.bytes > (std::size_t(1) << 40)),
+                 "acquire ran out of memory with %zu free buffers on place %d", free_n, p.pl);
       FUZZ_MESSAGE(s);
       same(pi, before, "an acquire out of memory");
       return;
@@ -386,7 +400,8 @@ class machine {
     frozen before = freeze(pi);
     dao_status s = dao_recycle_submit(p.pool, b);
     if (r.queued || r.refs == 0) {
-      expect(s, DAO_ERR_INVALID_STATE, r.queued ? "submit of a queued buffer" : "submit of a free buffer");
+      expect(s, DAO_ERR_INVALID_STATE,
+             r.queued ? "submit of a queued buffer" : "submit of a free buffer");
       same(pi, before, "a refused submit");
       return;
     }
@@ -412,8 +427,8 @@ class machine {
       return;
     }
     FUZZ_OK(s);
-    FUZZ_CHECK(b == p.queue.front(), "take gave %p, the queue's head is %p (first in, first out)", (void*)b,
-               (void*)p.queue.front());
+    FUZZ_CHECK(b == p.queue.front(), "take gave %p, the queue's head is %p (first in, first out)",
+               (void*)b, (void*)p.queue.front());
     p.queue.pop_front();
     buffer_rec& r = bufs_.at(b);
     r.queued = false;
@@ -462,7 +477,8 @@ class machine {
     check_getters(b);
     if (!bufs_.at(b).free()) check_contents(b, "a buffer out");
     expect(dao_buffer_data(b, nullptr), DAO_ERR_INVALID_ARGUMENT, "dao_buffer_data(NULL out)");
-    expect(dao_buffer_sequence(b, nullptr), DAO_ERR_INVALID_ARGUMENT, "dao_buffer_sequence(NULL out)");
+    expect(dao_buffer_sequence(b, nullptr), DAO_ERR_INVALID_ARGUMENT,
+           "dao_buffer_sequence(NULL out)");
     FUZZ_OK(dao_buffer_shape(b, nullptr, nullptr));
     FUZZ_OK(dao_buffer_size(b, nullptr, nullptr));
   }
@@ -537,12 +553,13 @@ class machine {
       FUZZ_CHECK(found == pools_[pi].pool, "collection_find gave another pool");
       // The same name again is refused.
       const size_t shape[1] = {4};
-      expect(dao_collection_add(collection_, pools_[pi].name.c_str(), dao_place_cpu(), 4, 1, shape, 1, 0, "",
-                                nullptr),
+      expect(dao_collection_add(collection_, pools_[pi].name.c_str(), dao_place_cpu(), 4, 1, shape,
+                                1, 0, "", nullptr),
              DAO_ERR_INVALID_ARGUMENT, "collection_add of a name in use");
       return;
     }
-    expect(dao_collection_find(collection_, "no such pool", &found), DAO_ERR_NOT_FOUND, "collection_find");
+    expect(dao_collection_find(collection_, "no such pool", &found), DAO_ERR_NOT_FOUND,
+           "collection_find");
     const size_t shape[1] = {4};
     expect(dao_collection_add(collection_, "", dao_place_cpu(), 4, 1, shape, 1, 0, "", nullptr),
            DAO_ERR_INVALID_ARGUMENT, "collection_add with an empty name");
@@ -553,24 +570,30 @@ class machine {
     dao_buffer* b = reinterpret_cast<dao_buffer*>(1);
     expect(dao_recycle_acquire(nullptr, 0, &b), DAO_ERR_INVALID_ARGUMENT, "acquire(NULL)");
     FUZZ_CHECK(b == nullptr, "acquire(NULL) left a handle");
-    expect(dao_recycle_take(reinterpret_cast<dao_recycle_pool*>(fake), 0, &b), DAO_ERR_INVALID_ARGUMENT,
-           "take(fake pool)");
-    expect(dao_recycle_close(reinterpret_cast<dao_recycle_pool*>(fake)), DAO_ERR_INVALID_ARGUMENT, "close(fake)");
-    expect(dao_buffer_retain(reinterpret_cast<dao_buffer*>(fake)), DAO_ERR_INVALID_ARGUMENT, "retain(fake)");
+    expect(dao_recycle_take(reinterpret_cast<dao_recycle_pool*>(fake), 0, &b),
+           DAO_ERR_INVALID_ARGUMENT, "take(fake pool)");
+    expect(dao_recycle_close(reinterpret_cast<dao_recycle_pool*>(fake)), DAO_ERR_INVALID_ARGUMENT,
+           "close(fake)");
+    expect(dao_buffer_retain(reinterpret_cast<dao_buffer*>(fake)), DAO_ERR_INVALID_ARGUMENT,
+           "retain(fake)");
     expect(dao_buffer_release(nullptr), DAO_ERR_INVALID_ARGUMENT, "release(NULL)");
     void* d = nullptr;
-    expect(dao_buffer_data(reinterpret_cast<dao_buffer*>(fake), &d), DAO_ERR_INVALID_ARGUMENT, "data(fake)");
+    expect(dao_buffer_data(reinterpret_cast<dao_buffer*>(fake), &d), DAO_ERR_INVALID_ARGUMENT,
+           "data(fake)");
     const int pi = pick_pool();
     if (pi < 0) return;
-    expect(dao_recycle_submit(pools_[pi].pool, reinterpret_cast<dao_buffer*>(fake)), DAO_ERR_INVALID_ARGUMENT,
-           "submit(fake buffer)");
+    expect(dao_recycle_submit(pools_[pi].pool, reinterpret_cast<dao_buffer*>(fake)),
+           DAO_ERR_INVALID_ARGUMENT, "submit(fake buffer)");
     expect(dao_recycle_submit(pools_[pi].pool, nullptr), DAO_ERR_INVALID_ARGUMENT, "submit(NULL)");
-    expect(dao_recycle_acquire(pools_[pi].pool, NAN, &b), DAO_ERR_INVALID_ARGUMENT, "acquire with a NaN timeout");
-    expect(dao_recycle_acquire(pools_[pi].pool, 0, nullptr), DAO_ERR_INVALID_ARGUMENT, "acquire(NULL out)");
+    expect(dao_recycle_acquire(pools_[pi].pool, NAN, &b), DAO_ERR_INVALID_ARGUMENT,
+           "acquire with a NaN timeout");
+    expect(dao_recycle_acquire(pools_[pi].pool, 0, nullptr), DAO_ERR_INVALID_ARGUMENT,
+           "acquire(NULL out)");
     dao_recycle_stats s;
     std::memset(&s, 0, sizeof s);
     s.struct_size = sizeof s - 8;
-    expect(dao_recycle_get_stats(pools_[pi].pool, &s), DAO_ERR_INVALID_ARGUMENT, "get_stats with a small struct");
+    expect(dao_recycle_get_stats(pools_[pi].pool, &s), DAO_ERR_INVALID_ARGUMENT,
+           "get_stats with a small struct");
   }
 
   // A buffer held from one pool submitted to another.
@@ -580,7 +603,8 @@ class machine {
     dao_buffer* b = pick_in_state(a, 1);
     if (b == nullptr) return;
     frozen before = freeze(c);
-    expect(dao_recycle_submit(pools_[c].pool, b), DAO_ERR_INVALID_ARGUMENT, "submit to another pool");
+    expect(dao_recycle_submit(pools_[c].pool, b), DAO_ERR_INVALID_ARGUMENT,
+           "submit to another pool");
     same(c, before, "a submit to another pool");
   }
 

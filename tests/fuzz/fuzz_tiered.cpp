@@ -56,14 +56,16 @@ struct kernel_args {
   std::size_t in_words[3] = {0, 0, 0}, out_words[2] = {0, 0};
   std::uint64_t in_hash[3] = {0, 0, 0};  // what each input must hold
   bool fail = false;
-  std::atomic<int>* calls = nullptr;     // times it ran
+  std::atomic<int>* calls = nullptr;  // times it ran
   std::atomic<std::uint64_t>* last_seq = nullptr;
 };
 
-FUZZ_NO_COVERAGE void compute(const kernel_args& k, std::uint32_t* const* in, std::uint32_t* const* out) {
+FUZZ_NO_COVERAGE void compute(const kernel_args& k, std::uint32_t* const* in,
+                              std::uint32_t* const* out) {
   for (int o = 0; o < k.nout; ++o)
     for (std::size_t i = 0; i < k.out_words[o]; ++i) {
-      std::uint32_t v = k.id * 2654435761u + static_cast<std::uint32_t>(i) * static_cast<std::uint32_t>(o + 1);
+      std::uint32_t v =
+          k.id * 2654435761u + static_cast<std::uint32_t>(i) * static_cast<std::uint32_t>(o + 1);
       for (int j = 0; j < k.nin; ++j) v += in[j][i % k.in_words[j]];
       out[o][i] = v;
     }
@@ -76,9 +78,10 @@ dao_status kernel(void* user_data, void* const* inputs, size_t input_count, void
   FUZZ_CHECK(k->calls->fetch_add(1) == 0, "kernel %" PRIu64 " ran twice", k->seq);
   const std::uint64_t before = k->last_seq->exchange(k->seq);
   FUZZ_CHECK(before < k->seq, "kernel %" PRIu64 " ran after kernel %" PRIu64, k->seq, before);
-  FUZZ_CHECK(input_count == static_cast<size_t>(k->nin) && output_count == static_cast<size_t>(k->nout),
-             "kernel %" PRIu64 " got %zu inputs and %zu outputs, submitted with %d and %d", k->seq, input_count,
-             output_count, k->nin, k->nout);
+  FUZZ_CHECK(
+      input_count == static_cast<size_t>(k->nin) && output_count == static_cast<size_t>(k->nout),
+      "kernel %" PRIu64 " got %zu inputs and %zu outputs, submitted with %d and %d", k->seq,
+      input_count, output_count, k->nin, k->nout);
   // One pointer per distinct tensor, aligned, not overlapping another's.
   struct range {
     int tensor;
@@ -93,7 +96,8 @@ dao_status kernel(void* user_data, void* const* inputs, size_t input_count, void
         FUZZ_CHECK(r.lo == lo, "kernel %" PRIu64 ": tensor %d given at two addresses", k->seq, t);
       } else {
         FUZZ_CHECK(lo + words * 4 <= r.lo || r.hi <= lo,
-                   "kernel %" PRIu64 ": tensors %d and %d overlap on the device", k->seq, t, r.tensor);
+                   "kernel %" PRIu64 ": tensors %d and %d overlap on the device", k->seq, t,
+                   r.tensor);
       }
     }
     ranges.push_back(range{t, lo, lo + words * 4});
@@ -101,9 +105,12 @@ dao_status kernel(void* user_data, void* const* inputs, size_t input_count, void
   for (int j = 0; j < k->nin; ++j) add(k->in[j], inputs[j], k->in_words[j]);
   for (int o = 0; o < k->nout; ++o) add(k->out[o], outputs[o], k->out_words[o]);
   for (int j = 0; j < k->nin; ++j) {
-    const std::uint64_t h = hash_words(static_cast<const std::uint32_t*>(inputs[j]), k->in_words[j]);
-    FUZZ_CHECK(h == k->in_hash[j], "kernel %" PRIu64 ": input %d (tensor %d, %zu words) does not hold what "
-               "was written and computed before it", k->seq, j, k->in[j], k->in_words[j]);
+    const std::uint64_t h =
+        hash_words(static_cast<const std::uint32_t*>(inputs[j]), k->in_words[j]);
+    FUZZ_CHECK(h == k->in_hash[j],
+               "kernel %" PRIu64 ": input %d (tensor %d, %zu words) does not hold what "
+               "was written and computed before it",
+               k->seq, j, k->in[j], k->in_words[j]);
   }
   if (k->fail) return DAO_ERR_INTERNAL;
   compute(*k, reinterpret_cast<std::uint32_t* const*>(const_cast<void**>(inputs)),
@@ -113,12 +120,15 @@ dao_status kernel(void* user_data, void* const* inputs, size_t input_count, void
 
 double score(void* user_data, const dao_tensor_access_info* info) {
   const std::size_t budget = *static_cast<const std::size_t*>(user_data);
-  FUZZ_CHECK(info != nullptr && info->struct_size >= sizeof(dao_tensor_access_info) && info->tensor != nullptr,
+  FUZZ_CHECK(info != nullptr && info->struct_size >= sizeof(dao_tensor_access_info) &&
+                 info->tensor != nullptr,
              "score callback: bad info");
-  FUZZ_CHECK(info->bytes > 0 && info->bytes <= budget, "score callback: a tensor of %zu bytes", info->bytes);
-  FUZZ_CHECK(info->last_use <= info->now && (info->next_use == UINT64_MAX || info->next_use >= info->now),
-             "score callback: last use %" PRIu64 ", now %" PRIu64 ", next use %" PRIu64, info->last_use,
-             info->now, info->next_use);
+  FUZZ_CHECK(info->bytes > 0 && info->bytes <= budget, "score callback: a tensor of %zu bytes",
+             info->bytes);
+  FUZZ_CHECK(
+      info->last_use <= info->now && (info->next_use == UINT64_MAX || info->next_use >= info->now),
+      "score callback: last use %" PRIu64 ", now %" PRIu64 ", next use %" PRIu64, info->last_use,
+      info->now, info->next_use);
   // Deterministic: far next use and large size first.
   return (info->next_use == UINT64_MAX ? 1e12 : static_cast<double>(info->next_use - info->now)) +
          static_cast<double>(info->bytes) * 1e-9;
@@ -146,8 +156,8 @@ class machine {
  private:
   void expect(dao_status got, dao_status want, const char* what) {
     if (got != want)
-      FUZZ_FAIL("%s gave %d (%s), expected %d (%s)", what, (int)got, dao_status_string(got), (int)want,
-                dao_status_string(want));
+      FUZZ_FAIL("%s gave %d (%s), expected %d (%s)", what, (int)got, dao_status_string(got),
+                (int)want, dao_status_string(want));
     FUZZ_MESSAGE(got);
   }
 
@@ -164,19 +174,29 @@ class machine {
     if (in_.ConsumeBool()) config += ",host_budget=1GiB";
     // Refused creations first.
     dao_tiered* bad = nullptr;
-    expect(dao_tiered_create(dao_place_sim(0), dao_place_cpu(), 0, "", &bad), DAO_ERR_INVALID_ARGUMENT,
-           "tiered_create with a zero budget");
+    expect(dao_tiered_create(dao_place_sim(0), dao_place_cpu(), 0, "", &bad),
+           DAO_ERR_INVALID_ARGUMENT, "tiered_create with a zero budget");
     switch (in_.ConsumeIntegralInRange<int>(0, 6)) {
-      case 0: expect(dao_tiered_create(dao_place_cpu(), dao_place_cpu(), budget_, "", &bad),
-                     DAO_ERR_INVALID_ARGUMENT, "tiered_create on the CPU"); break;
-      case 1: expect(dao_tiered_create(dao_place_sim(0), dao_place_sim(1), budget_, "", &bad),
-                     DAO_ERR_INVALID_ARGUMENT, "tiered_create with a SIM host tier"); break;
-      case 2: expect(dao_tiered_create(dao_place_sim(5), dao_place_cpu(), budget_, "", &bad),
-                     DAO_ERR_NO_DEVICE, "tiered_create on SIM 5"); break;
-      case 3: expect(dao_tiered_create(dao_place_sim(0), dao_place_cpu(), std::size_t(1) << 40, "", &bad),
-                     DAO_ERR_OUT_OF_MEMORY, "tiered_create with a budget larger than the device"); break;
-      case 4: expect(dao_tiered_create(dao_place_sim(0), dao_place_cpu(), budget_, "policy=oracle", &bad),
-                     DAO_ERR_INVALID_ARGUMENT, "tiered_create with an unknown policy"); break;
+      case 0:
+        expect(dao_tiered_create(dao_place_cpu(), dao_place_cpu(), budget_, "", &bad),
+               DAO_ERR_INVALID_ARGUMENT, "tiered_create on the CPU");
+        break;
+      case 1:
+        expect(dao_tiered_create(dao_place_sim(0), dao_place_sim(1), budget_, "", &bad),
+               DAO_ERR_INVALID_ARGUMENT, "tiered_create with a SIM host tier");
+        break;
+      case 2:
+        expect(dao_tiered_create(dao_place_sim(5), dao_place_cpu(), budget_, "", &bad),
+               DAO_ERR_NO_DEVICE, "tiered_create on SIM 5");
+        break;
+      case 3:
+        expect(dao_tiered_create(dao_place_sim(0), dao_place_cpu(), std::size_t(1) << 40, "", &bad),
+               DAO_ERR_OUT_OF_MEMORY, "tiered_create with a budget larger than the device");
+        break;
+      case 4:
+        expect(dao_tiered_create(dao_place_sim(0), dao_place_cpu(), budget_, "policy=oracle", &bad),
+               DAO_ERR_INVALID_ARGUMENT, "tiered_create with an unknown policy");
+        break;
       default: break;
     }
     FUZZ_OK(dao_tiered_create(dao_place_sim(0), dao_place_cpu(), budget_, config.c_str(), &pool_));
@@ -186,8 +206,8 @@ class machine {
         tensor_rec probe;
         FUZZ_OK(dao_tensor_create(pool_, 64, &probe.t));
         dao_tensor* list[1] = {probe.t};
-        expect(dao_kernel_submit(pool_, kernel, nullptr, nullptr, 0, list, 1), DAO_ERR_INVALID_STATE,
-               "submit under policy=callback without a function");
+        expect(dao_kernel_submit(pool_, kernel, nullptr, nullptr, 0, list, 1),
+               DAO_ERR_INVALID_STATE, "submit under policy=callback without a function");
         FUZZ_OK(dao_tensor_release(probe.t));
       }
       FUZZ_OK(dao_tiered_set_score_callback(pool_, score, &budget_));
@@ -208,10 +228,16 @@ class machine {
 
   void step() {
     switch (in_.ConsumeIntegralInRange<int>(0, 15)) {
-      case 0: case 1: return op_create_tensor();
-      case 2: case 3: return op_write();
-      case 4: case 5: case 6: case 7: return op_kernel();
-      case 8: case 9: return op_read();
+      case 0:
+      case 1: return op_create_tensor();
+      case 2:
+      case 3: return op_write();
+      case 4:
+      case 5:
+      case 6:
+      case 7: return op_kernel();
+      case 8:
+      case 9: return op_read();
       case 10: return op_release();
       case 11: return op_synchronize();
       case 12: return op_state();
@@ -229,7 +255,8 @@ class machine {
         expect(dao_tensor_create(pool_, 0, &t), DAO_ERR_INVALID_ARGUMENT, "tensor of 0 bytes");
         return;
       case 1:
-        expect(dao_tensor_create(pool_, budget_ + 256, &t), DAO_ERR_OUT_OF_MEMORY, "tensor larger than the budget");
+        expect(dao_tensor_create(pool_, budget_ + 256, &t), DAO_ERR_OUT_OF_MEMORY,
+               "tensor larger than the budget");
         return;
       default: break;
     }
@@ -260,7 +287,9 @@ class machine {
     }
     if (live.empty()) return;
     auto k = std::make_unique<kernel_args>();
-    k->nin = with_data.empty() ? 0 : in_.ConsumeIntegralInRange<int>(0, std::min<int>(3, with_data.size()));
+    k->nin = with_data.empty()
+                 ? 0
+                 : in_.ConsumeIntegralInRange<int>(0, std::min<int>(3, with_data.size()));
     k->nout = in_.ConsumeIntegralInRange<int>(1, std::min<int>(2, live.size()));
     for (int j = 0; j < k->nin; ++j) {  // distinct inputs with data
       int t;
@@ -271,8 +300,10 @@ class machine {
     }
     for (int o = 0; o < k->nout; ++o) {  // distinct outputs, in place now and then
       int t;
-      do t = (k->nin > 0 && in_.ConsumeBool()) ? k->in[in_.ConsumeIntegralInRange<int>(0, k->nin - 1)]
-                                               : live[in_.ConsumeIntegralInRange<std::size_t>(0, live.size() - 1)];
+      do
+        t = (k->nin > 0 && in_.ConsumeBool())
+                ? k->in[in_.ConsumeIntegralInRange<int>(0, k->nin - 1)]
+                : live[in_.ConsumeIntegralInRange<std::size_t>(0, live.size() - 1)];
       while (std::find(k->out, k->out + o, t) != k->out + o && in_.remaining_bytes() > 0);
       if (std::find(k->out, k->out + o, t) != k->out + o) return;
       k->out[o] = t;
@@ -296,7 +327,8 @@ class machine {
       outs[o] = r.t;
       mout[o] = r.model.data();
       k->out_words[o] = r.words;
-      if (std::find(distinct.begin(), distinct.end(), k->out[o]) == distinct.end()) distinct.push_back(k->out[o]);
+      if (std::find(distinct.begin(), distinct.end(), k->out[o]) == distinct.end())
+        distinct.push_back(k->out[o]);
     }
     for (int t : distinct) need += (tensors_[t].words * 4 + 255) / 256 * 256;
     k->id = static_cast<std::uint32_t>(++kernel_ids_);
@@ -305,8 +337,8 @@ class machine {
     k->last_seq = &last_seq_;
     k->calls->store(0);
     k->seq = submitted_ + 1;  // before it can run
-    const dao_status s = dao_kernel_submit(pool_, kernel, k.get(), ins, static_cast<size_t>(k->nin), outs,
-                                           static_cast<size_t>(k->nout));
+    const dao_status s = dao_kernel_submit(pool_, kernel, k.get(), ins, static_cast<size_t>(k->nin),
+                                           outs, static_cast<size_t>(k->nout));
     if (need > budget_) {
       expect(s, DAO_ERR_OUT_OF_MEMORY, "a kernel whose tensors do not fit the budget");
       --kernel_ids_;
@@ -319,7 +351,8 @@ class machine {
     if (raw->fail) {
       // The pool fails at this kernel: what it reads from now on is what the
       // kernels before it left.
-      expect(dao_tiered_synchronize(pool_), DAO_ERR_INVALID_STATE, "synchronize after a failing kernel");
+      expect(dao_tiered_synchronize(pool_), DAO_ERR_INVALID_STATE,
+             "synchronize after a failing kernel");
       failed_ = true;
       return;
     }
@@ -338,7 +371,8 @@ class machine {
     if (got != r.model) {
       std::size_t i = 0;
       while (got[i] == r.model[i]) ++i;
-      FUZZ_FAIL("%s: tensor of %zu words differs from the host reference at word %zu: %08x, expected %08x",
+      FUZZ_FAIL("%s: tensor of %zu words differs from the host reference at word %zu: %08x, "
+                "expected %08x",
                 what, r.words, i, got[i], r.model[i]);
     }
   }
@@ -360,19 +394,20 @@ class machine {
     FUZZ_OK(dao_tiered_synchronize(pool_));
     dao_tiered_stats s = stats();
     FUZZ_CHECK(s.kernels_run == submitted_ && s.kernels_submitted == submitted_,
-               "after synchronize: %" PRIu64 " of %" PRIu64 " kernels run, %" PRIu64 " submitted", s.kernels_run,
-               s.kernels_submitted, submitted_);
+               "after synchronize: %" PRIu64 " of %" PRIu64 " kernels run, %" PRIu64 " submitted",
+               s.kernels_run, s.kernels_submitted, submitted_);
     std::uint64_t live = 0;
     for (const tensor_rec& r : tensors_) live += !r.released;
-    FUZZ_CHECK(s.tensors_live == live, "after synchronize: tensors_live %" PRIu64 ", model %" PRIu64,
-               s.tensors_live, live);
+    FUZZ_CHECK(s.tensors_live == live,
+               "after synchronize: tensors_live %" PRIu64 ", model %" PRIu64, s.tensors_live, live);
     for (const tensor_rec& r : tensors_) {
       if (r.released) continue;
       dao_tensor_state st;
       FUZZ_OK(dao_tensor_get_state(r.t, &st));
       if (r.has_data)
-        FUZZ_CHECK(st == DAO_TENSOR_ON_DEVICE || st == DAO_TENSOR_ON_HOST || st == DAO_TENSOR_IN_TRANSIT,
-                   "a written tensor in state %d after synchronize", (int)st);
+        FUZZ_CHECK(
+            st == DAO_TENSOR_ON_DEVICE || st == DAO_TENSOR_ON_HOST || st == DAO_TENSOR_IN_TRANSIT,
+            "a written tensor in state %d after synchronize", (int)st);
       else
         FUZZ_CHECK(st == DAO_TENSOR_UNINITIALIZED, "a never-written tensor in state %d", (int)st);
     }
@@ -383,7 +418,8 @@ class machine {
     std::memset(&s, 0, sizeof s);
     s.struct_size = sizeof s;
     FUZZ_OK(dao_tiered_get_stats(pool_, &s));
-    FUZZ_CHECK(s.device_bytes <= budget_ && s.peak_device_bytes <= budget_ && s.peak_device_bytes >= s.device_bytes,
+    FUZZ_CHECK(s.device_bytes <= budget_ && s.peak_device_bytes <= budget_ &&
+                   s.peak_device_bytes >= s.device_bytes,
                "device bytes %" PRIu64 " (peak %" PRIu64 ") with a budget of %zu", s.device_bytes,
                s.peak_device_bytes, budget_);
     FUZZ_CHECK(s.peak_host_bytes >= s.host_bytes && s.kernels_run <= s.kernels_submitted &&
@@ -400,7 +436,8 @@ class machine {
     dao_tiered_stats small;
     std::memset(&small, 0, sizeof small);
     small.struct_size = 8;
-    expect(dao_tiered_get_stats(pool_, &small), DAO_ERR_INVALID_ARGUMENT, "tiered_get_stats with a small struct");
+    expect(dao_tiered_get_stats(pool_, &small), DAO_ERR_INVALID_ARGUMENT,
+           "tiered_get_stats with a small struct");
   }
 
   void op_state() {
@@ -425,40 +462,45 @@ class machine {
     std::vector<std::uint32_t> buf(r.words + 1);
     dao_tensor* list[1] = {r.t};
     if (r.released) {
-      expect(dao_tensor_read(r.t, buf.data(), r.words * 4), DAO_ERR_INVALID_ARGUMENT, "read of a released tensor");
+      expect(dao_tensor_read(r.t, buf.data(), r.words * 4), DAO_ERR_INVALID_ARGUMENT,
+             "read of a released tensor");
       expect(dao_tensor_write(r.t, buf.data(), r.words * 4), DAO_ERR_INVALID_ARGUMENT,
              "write of a released tensor");
       expect(dao_tensor_release(r.t), DAO_ERR_INVALID_ARGUMENT, "release of a released tensor");
-      expect(dao_kernel_submit(pool_, kernel, nullptr, list, 1, nullptr, 0), DAO_ERR_INVALID_ARGUMENT,
-             "submit with a released tensor");
+      expect(dao_kernel_submit(pool_, kernel, nullptr, list, 1, nullptr, 0),
+             DAO_ERR_INVALID_ARGUMENT, "submit with a released tensor");
       return;
     }
-    expect(dao_tensor_read(r.t, buf.data(), r.words * 4 + 4), DAO_ERR_INVALID_ARGUMENT, "read of a wrong size");
+    expect(dao_tensor_read(r.t, buf.data(), r.words * 4 + 4), DAO_ERR_INVALID_ARGUMENT,
+           "read of a wrong size");
     expect(dao_tensor_write(r.t, buf.data(), r.words * 4 - 4 * (r.words > 1) + 4 * (r.words == 1)),
            DAO_ERR_INVALID_ARGUMENT, "write of a wrong size");
     expect(dao_tensor_read(r.t, nullptr, r.words * 4), DAO_ERR_INVALID_ARGUMENT, "read into NULL");
-    expect(dao_tensor_write(r.t, nullptr, r.words * 4), DAO_ERR_INVALID_ARGUMENT, "write from NULL");
-    expect(dao_kernel_submit(pool_, nullptr, nullptr, list, 1, nullptr, 0), DAO_ERR_INVALID_ARGUMENT,
-           "submit without a function");
-    expect(dao_kernel_submit(pool_, kernel, nullptr, nullptr, 1, nullptr, 0), DAO_ERR_INVALID_ARGUMENT,
-           "submit with NULL inputs and a count");
+    expect(dao_tensor_write(r.t, nullptr, r.words * 4), DAO_ERR_INVALID_ARGUMENT,
+           "write from NULL");
+    expect(dao_kernel_submit(pool_, nullptr, nullptr, list, 1, nullptr, 0),
+           DAO_ERR_INVALID_ARGUMENT, "submit without a function");
+    expect(dao_kernel_submit(pool_, kernel, nullptr, nullptr, 1, nullptr, 0),
+           DAO_ERR_INVALID_ARGUMENT, "submit with NULL inputs and a count");
     alignas(64) static unsigned char fake[256];
     expect(dao_tiered_synchronize(reinterpret_cast<dao_tiered*>(fake)), DAO_ERR_INVALID_ARGUMENT,
            "synchronize(fake pool)");
-    expect(dao_tensor_read(reinterpret_cast<dao_tensor*>(fake), buf.data(), 4), DAO_ERR_INVALID_ARGUMENT,
-           "read(fake tensor)");
-    expect(dao_tensor_create(nullptr, 64, list), DAO_ERR_INVALID_ARGUMENT, "tensor_create(NULL pool)");
+    expect(dao_tensor_read(reinterpret_cast<dao_tensor*>(fake), buf.data(), 4),
+           DAO_ERR_INVALID_ARGUMENT, "read(fake tensor)");
+    expect(dao_tensor_create(nullptr, 64, list), DAO_ERR_INVALID_ARGUMENT,
+           "tensor_create(NULL pool)");
   }
 
   // A tensor of another pool.
   void op_foreign() {
     const int i = pick_tensor(true);
     if (i < 0) return;
-    if (other_ == nullptr) FUZZ_OK(dao_tiered_create(dao_place_sim(1), dao_place_cpu(), 64 * KiB, "", &other_));
+    if (other_ == nullptr)
+      FUZZ_OK(dao_tiered_create(dao_place_sim(1), dao_place_cpu(), 64 * KiB, "", &other_));
     std::vector<std::uint32_t> buf(tensors_[i].words);
     dao_tensor* mine[1] = {tensors_[i].t};
-    expect(dao_kernel_submit(other_, kernel, nullptr, mine, 1, nullptr, 0), DAO_ERR_INVALID_ARGUMENT,
-           "submit of a tensor to another pool");
+    expect(dao_kernel_submit(other_, kernel, nullptr, mine, 1, nullptr, 0),
+           DAO_ERR_INVALID_ARGUMENT, "submit of a tensor to another pool");
     dao_tensor* theirs = nullptr;
     FUZZ_OK(dao_tensor_create(other_, 256, &theirs));
     dao_tensor* list[2] = {tensors_[i].t, theirs};
@@ -469,12 +511,14 @@ class machine {
 
   void after_failure() {
     dao_tensor* t = nullptr;
-    expect(dao_tensor_create(pool_, 64, &t), DAO_ERR_INVALID_STATE, "tensor_create on a failed pool");
+    expect(dao_tensor_create(pool_, 64, &t), DAO_ERR_INVALID_STATE,
+           "tensor_create on a failed pool");
     expect(dao_tiered_synchronize(pool_), DAO_ERR_INVALID_STATE, "synchronize of a failed pool");
     for (tensor_rec& r : tensors_) {
       if (r.released) continue;
       std::vector<std::uint32_t> buf(r.words);
-      expect(dao_tensor_write(r.t, buf.data(), r.words * 4), DAO_ERR_INVALID_STATE, "write on a failed pool");
+      expect(dao_tensor_write(r.t, buf.data(), r.words * 4), DAO_ERR_INVALID_STATE,
+             "write on a failed pool");
       dao_tensor* list[1] = {r.t};
       expect(dao_kernel_submit(pool_, kernel, nullptr, list, 1, nullptr, 0), DAO_ERR_INVALID_STATE,
              "submit on a failed pool");

@@ -14,13 +14,13 @@
 
 static int failures = 0;
 
-#define CHECK(cond)                                                          \
-  do {                                                                       \
-    if (!(cond)) {                                                           \
-      ++failures;                                                            \
+#define CHECK(cond)                                                              \
+  do {                                                                           \
+    if (!(cond)) {                                                               \
+      ++failures;                                                                \
       printf("FAIL %s:%d: %s (last error: \"%s\")\n", __FILE__, __LINE__, #cond, \
-             dao_last_error());                                              \
-    }                                                                        \
+             dao_last_error());                                                  \
+    }                                                                            \
   } while (0)
 
 /* A call that must fail with `expected` and a message. */
@@ -137,8 +137,7 @@ int main(void) {
       CHECK(intact((const unsigned char *)q, 3000, 99));
     }
     expect_status("dao_allocator_alloc(16 MiB past max_pool)",
-                  dao_allocator_alloc(a, 16u << 20, DAO_STREAM_DEFAULT, &p),
-                  DAO_ERR_OUT_OF_MEMORY);
+                  dao_allocator_alloc(a, 16u << 20, DAO_STREAM_DEFAULT, &p), DAO_ERR_OUT_OF_MEMORY);
     CHECK(dao_allocator_free(a, q) == DAO_OK);
     CHECK(dao_allocator_destroy(a) == DAO_OK);
     printf("  buddy allocator on sim:1 with \"chunk_size=1MiB,max_pool=8MiB\": ok\n");
@@ -149,27 +148,24 @@ int main(void) {
   cpu_used = used(cpu);
   expect_status("dao_alloc(cpu, 64, NULL)", dao_alloc(cpu, 64, NULL), DAO_ERR_INVALID_ARGUMENT);
   expect_status("dao_used(cpu, NULL)", dao_used(cpu, NULL), DAO_ERR_INVALID_ARGUMENT);
-  expect_status("dao_place_device_count(cpu, NULL)",
-                dao_place_device_count(cpu.kind, NULL), DAO_ERR_INVALID_ARGUMENT);
+  expect_status("dao_place_device_count(cpu, NULL)", dao_place_device_count(cpu.kind, NULL),
+                DAO_ERR_INVALID_ARGUMENT);
   expect_status("dao_allocator_create(cpu, ..., NULL)",
                 dao_allocator_create(cpu, "buddy", NULL, NULL), DAO_ERR_INVALID_ARGUMENT);
-  expect_status("dao_alloc(kind 42)",
-                dao_alloc((dao_place){(dao_place_kind)42, 0}, 64, &p),
+  expect_status("dao_alloc(kind 42)", dao_alloc((dao_place){(dao_place_kind)42, 0}, 64, &p),
                 DAO_ERR_INVALID_ARGUMENT);
   expect_status("dao_place_device_count(kind 42)",
-                dao_place_device_count((dao_place_kind)42, &counts[0]),
-                DAO_ERR_INVALID_ARGUMENT);
+                dao_place_device_count((dao_place_kind)42, &counts[0]), DAO_ERR_INVALID_ARGUMENT);
   expect_status("dao_alloc(sim:7)", dao_alloc(dao_place_sim(7), 64, &p), DAO_ERR_NO_DEVICE);
   if (cuda_count == 0) {
     expect_status("dao_alloc(cuda:0) without a GPU", dao_alloc(dao_place_cuda(0), 64, &p),
                   DAO_ERR_NO_DEVICE);
   } else {
-    printf("  (this machine has %d CUDA device(s): cuda:0 is not a bad place here)\n",
-           cuda_count);
+    printf("  (this machine has %d CUDA device(s): cuda:0 is not a bad place here)\n", cuda_count);
   }
   expect_status("dao_alloc(cpu, SIZE_MAX)", dao_alloc(cpu, SIZE_MAX, &p), DAO_ERR_OUT_OF_MEMORY);
-  expect_status("dao_alloc(sim:0, 100 MiB) past its 64 MiB",
-                dao_alloc(sim0, (size_t)100 << 20, &p), DAO_ERR_OUT_OF_MEMORY);
+  expect_status("dao_alloc(sim:0, 100 MiB) past its 64 MiB", dao_alloc(sim0, (size_t)100 << 20, &p),
+                DAO_ERR_OUT_OF_MEMORY);
 
   p = NULL;
   CHECK(dao_alloc(cpu, 4096, &p) == DAO_OK);
@@ -177,16 +173,14 @@ int main(void) {
   expect_status("dao_free(cpu, p) twice", dao_free(cpu, p), DAO_ERR_INVALID_POINTER);
   foreign = malloc(4096);
   CHECK(foreign != NULL);
-  expect_status("dao_free(cpu, malloc'd pointer)", dao_free(cpu, foreign),
-                DAO_ERR_INVALID_POINTER);
+  expect_status("dao_free(cpu, malloc'd pointer)", dao_free(cpu, foreign), DAO_ERR_INVALID_POINTER);
   expect_status("dao_free(sim:0, malloc'd pointer)", dao_free(sim0, foreign),
                 DAO_ERR_INVALID_POINTER);
   free(foreign);
 
   a = NULL;
   expect_status("dao_allocator_create(\"chunk_size=abc\")",
-                dao_allocator_create(cpu, "buddy", "chunk_size=abc", &a),
-                DAO_ERR_INVALID_ARGUMENT);
+                dao_allocator_create(cpu, "buddy", "chunk_size=abc", &a), DAO_ERR_INVALID_ARGUMENT);
   CHECK(a == NULL);
   expect_status("dao_allocator_create(\"nope=1\")",
                 dao_allocator_create(cpu, "buddy", "nope=1", &a), DAO_ERR_INVALID_ARGUMENT);

@@ -49,11 +49,11 @@
 /* the fixture                                                                */
 
 #define MIB ((size_t)1 << 20)
-#define BLOCK 4096          /* bytes of each live block of the fixture */
-#define BUFFER_BYTES 1024   /* bytes of each buffer of `pool` (4 x 8 x 32) */
-#define TENSOR_BYTES 4096   /* bytes of the fixture's tensors */
-#define FAKE_BYTES 4096     /* garbage handles point into this many bytes */
-#define MAX_CALLS 8         /* bad calls one row may make */
+#define BLOCK 4096        /* bytes of each live block of the fixture */
+#define BUFFER_BYTES 1024 /* bytes of each buffer of `pool` (4 x 8 x 32) */
+#define TENSOR_BYTES 4096 /* bytes of the fixture's tensors */
+#define FAKE_BYTES 4096   /* garbage handles point into this many bytes */
+#define MAX_CALLS 8       /* bad calls one row may make */
 /* SIM devices: 0 and 1 hold the fixture and are checked; rows make their own
  * objects on SIM_SCRATCH, which is not checked; SIM_ABSENT does not exist. */
 #define SIM_SCRATCH 2
@@ -122,12 +122,12 @@ static void note(const char *fmt, ...) {
 }
 
 /* A valid call of the fixture or a row's preparation: notes a failure. */
-#define OK(expr)                                                                  \
-  do {                                                                            \
-    dao_status ok_s_ = (expr);                                                    \
-    if (ok_s_ != DAO_OK)                                                          \
+#define OK(expr)                                                                 \
+  do {                                                                           \
+    dao_status ok_s_ = (expr);                                                   \
+    if (ok_s_ != DAO_OK)                                                         \
       note("line %d: %s gave %s: %s", __LINE__, #expr, dao_status_string(ok_s_), \
-           dao_last_error());                                                     \
+           dao_last_error());                                                    \
   } while (0)
 
 /* Makes dao_last_error() hold a known message, so that a bad call that sets
@@ -198,15 +198,13 @@ static void expect_unchanged_ptr(const void *p, const void *was, const char *wha
 static int g_kernel_runs;
 static dao_status kernel_ok(void *user_data, void *const *inputs, size_t input_count,
                             void *const *outputs, size_t output_count, dao_stream stream) {
-  (void)user_data, (void)inputs, (void)input_count, (void)outputs, (void)output_count,
-      (void)stream;
+  (void)user_data, (void)inputs, (void)input_count, (void)outputs, (void)output_count, (void)stream;
   ++g_kernel_runs;
   return DAO_OK;
 }
 static dao_status kernel_fail(void *user_data, void *const *inputs, size_t input_count,
                               void *const *outputs, size_t output_count, dao_stream stream) {
-  (void)user_data, (void)inputs, (void)input_count, (void)outputs, (void)output_count,
-      (void)stream;
+  (void)user_data, (void)inputs, (void)input_count, (void)outputs, (void)output_count, (void)stream;
   return DAO_ERR_INTERNAL;
 }
 static double score_zero(void *user_data, const dao_tensor_access_info *info) {
@@ -487,10 +485,10 @@ static void put_allocator(state *s, const char *who, dao_allocator *a) {
   if (w == nwho && nwho < 8) whos[nwho++] = who;
   if (w >= 8) return;
   {
-    const char *fields[13] = {"allocated_bytes", "peak_allocated_bytes", "requested_bytes",
-                              "reserved_bytes", "peak_reserved_bytes", "live_blocks",
-                              "alloc_count", "free_count", "failed_alloc_count",
-                              "system_alloc_count", "system_free_count", "largest_free_block",
+    const char *fields[13] = {"allocated_bytes",    "peak_allocated_bytes", "requested_bytes",
+                              "reserved_bytes",     "peak_reserved_bytes",  "live_blocks",
+                              "alloc_count",        "free_count",           "failed_alloc_count",
+                              "system_alloc_count", "system_free_count",    "largest_free_block",
                               "alloc_retry_count"};
     uint64_t values[13];
     int i;
@@ -518,9 +516,10 @@ static void put_recycle(state *s, const char *who, dao_recycle_pool *pool) {
   static char names[4][15][64];
   static const char *whos[4];
   static int nwho;
-  const char *fields[15] = {"created", "free", "queued", "held", "peak_free", "peak_queued",
-                            "peak_held", "acquired", "submitted", "taken", "acquire_waits",
-                            "take_waits", "acquire_wait_ns", "take_wait_ns", "timeouts"};
+  const char *fields[15] = {"created",         "free",         "queued",        "held",
+                            "peak_free",       "peak_queued",  "peak_held",     "acquired",
+                            "submitted",       "taken",        "acquire_waits", "take_waits",
+                            "acquire_wait_ns", "take_wait_ns", "timeouts"};
   dao_recycle_stats st;
   uint64_t values[15];
   int w, i;
@@ -561,10 +560,11 @@ static void put_tiered(state *s, const char *who, dao_tiered *pool) {
   static const char *whos[4];
   static int nwho;
   /* stall_ns is left out: it is a time. */
-  const char *fields[13] = {"kernels_submitted", "kernels_run", "evictions", "bytes_evicted",
-                            "fetches", "bytes_fetched", "prefetches", "prefetches_in_time",
-                            "device_bytes", "peak_device_bytes", "host_bytes",
-                            "peak_host_bytes", "tensors_live"};
+  const char *fields[13] = {
+      "kernels_submitted", "kernels_run",       "evictions",  "bytes_evicted",
+      "fetches",           "bytes_fetched",     "prefetches", "prefetches_in_time",
+      "device_bytes",      "peak_device_bytes", "host_bytes", "peak_host_bytes",
+      "tensors_live"};
   dao_tiered_stats st;
   uint64_t values[13];
   int w, i;
@@ -979,12 +979,12 @@ static void every_exported_function_has_a_row(void **state_) {
     fail_msg("give the path of libdao as the first argument (CMake passes $<TARGET_FILE:dao>)");
   }
   if (!read_exports(g_library_path) || g_symbol_count == 0) {
-    fail_msg("could not read the exported symbols of %s with nm -D --defined-only",
-             g_library_path);
+    fail_msg("could not read the exported symbols of %s with nm -D --defined-only", g_library_path);
   }
   for (i = 0; i < g_symbol_count; ++i) {
     int has_row = 0;
-    for (j = 0; j < ROW_COUNT && !has_row; ++j) has_row = strcmp(g_rows[j].function, g_symbols[i]) == 0;
+    for (j = 0; j < ROW_COUNT && !has_row; ++j)
+      has_row = strcmp(g_rows[j].function, g_symbols[i]) == 0;
     if (has_row) {
       ++covered;
     } else {
@@ -994,7 +994,8 @@ static void every_exported_function_has_a_row(void **state_) {
   }
   for (j = 0; j < ROW_COUNT; ++j) {
     int exported = 0, earlier = 0;
-    for (i = 0; i < j && !earlier; ++i) earlier = strcmp(g_rows[i].function, g_rows[j].function) == 0;
+    for (i = 0; i < j && !earlier; ++i)
+      earlier = strcmp(g_rows[i].function, g_rows[j].function) == 0;
     if (earlier) continue;
     for (i = 0; i < g_symbol_count && !exported; ++i)
       exported = strcmp(g_rows[j].function, g_symbols[i]) == 0;

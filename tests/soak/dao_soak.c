@@ -64,9 +64,9 @@
 /* ------------------------------------------------------------------------- */
 /* errors and counters                                                         */
 
-static long g_errors;          /* __atomic */
+static long g_errors; /* __atomic */
 static int g_quiet;
-static volatile int g_stop;    /* __atomic: 1 once time is up */
+static volatile int g_stop; /* __atomic: 1 once time is up */
 
 static void report_error(const char *fmt, ...) {
   long n = __atomic_add_fetch(&g_errors, 1, __ATOMIC_RELAXED);
@@ -83,8 +83,7 @@ static void report_error(const char *fmt, ...) {
 }
 
 /* Reports a status other than `want`. Returns 1 when it was `want`. */
-#define EXPECT(expr, want)                                                        \
-  expect_status((expr), (want), #expr, __FILE__, __LINE__)
+#define EXPECT(expr, want) expect_status((expr), (want), #expr, __FILE__, __LINE__)
 
 static int expect_status(dao_status got, dao_status want, const char *what, const char *file,
                          int line) {
@@ -125,14 +124,33 @@ enum op_kind {
   OP_KIND_COUNT
 };
 
-static const char *const op_names[OP_KIND_COUNT] = {
-    "alloc",          "alloc_out_of_memory", "free",           "cross_thread_free",
-    "place_alloc",    "fill_host",           "fill_memcpy",    "fill_host_func",
-    "copy_async",     "record_stream",       "temp_stream",    "check_sync",
-    "check_host_func", "misuse",             "huge_size",      "trim",
-    "stats",          "snapshot",            "private_allocator", "recycle_produce",
-    "recycle_consume", "tensor_write",       "kernel",         "tensor_read",
-    "tensor_recreate", "tensor_misuse",      "monitor_pass"};
+static const char *const op_names[OP_KIND_COUNT] = {"alloc",
+                                                    "alloc_out_of_memory",
+                                                    "free",
+                                                    "cross_thread_free",
+                                                    "place_alloc",
+                                                    "fill_host",
+                                                    "fill_memcpy",
+                                                    "fill_host_func",
+                                                    "copy_async",
+                                                    "record_stream",
+                                                    "temp_stream",
+                                                    "check_sync",
+                                                    "check_host_func",
+                                                    "misuse",
+                                                    "huge_size",
+                                                    "trim",
+                                                    "stats",
+                                                    "snapshot",
+                                                    "private_allocator",
+                                                    "recycle_produce",
+                                                    "recycle_consume",
+                                                    "tensor_write",
+                                                    "kernel",
+                                                    "tensor_read",
+                                                    "tensor_recreate",
+                                                    "tensor_misuse",
+                                                    "monitor_pass"};
 
 typedef struct counters {
   uint64_t ops[OP_KIND_COUNT];
@@ -197,7 +215,8 @@ static int check_bytes(const void *p, size_t n, uint64_t id, const char *what) {
     const unsigned char *got = (const unsigned char *)p;
     size_t i = 0;
     while (i < n && got[i] == want[i]) ++i;
-    report_error("%s: %p (%zu bytes, id %" PRIu64 ") corrupted at byte %zu: 0x%02x, expected 0x%02x",
+    report_error("%s: %p (%zu bytes, id %" PRIu64
+                 ") corrupted at byte %zu: 0x%02x, expected 0x%02x",
                  what, p, n, id, i, got[i], want[i]);
   }
   return 0;
@@ -216,7 +235,7 @@ typedef struct slot {
   const char *strategy;
   int pl;
   const char *config;
-  int caching; /* stream-ordered */
+  int caching;      /* stream-ordered */
   dao_allocator *a; /* NULL for a place default used through dao_alloc */
 } slot;
 
@@ -228,8 +247,10 @@ static slot g_slots[] = {
     {"buddy", PL_SIM0, "chunk_size=8MiB,max_pool=96MiB", 0, NULL},
     {"caching", PL_SIM0, "", 1, NULL},
     {"system", PL_SIM0, "", 0, NULL},
-    {"caching", PL_SIM1, "expandable_segments=false,roundup_power2_divisions=4,"
-                         "garbage_collection_threshold=0.8", 1, NULL},
+    {"caching", PL_SIM1,
+     "expandable_segments=false,roundup_power2_divisions=4,"
+     "garbage_collection_threshold=0.8",
+     1, NULL},
     {"caching", PL_SIM1, "max_split_size=32MiB,reserve_slack=0.5,max_pool=64MiB,fast_reuse=true", 1,
      NULL},
     {"(dao_alloc)", PL_CPU, NULL, 0, NULL},
@@ -259,7 +280,7 @@ static dao_status slot_free(int s, void *p) {
 typedef struct block {
   void *p;
   size_t n;
-  uint64_t id;       /* pattern id */
+  uint64_t id; /* pattern id */
   int slot;
   dao_stream stream; /* the stream its writes are queued on (NULL: none) */
 } block;
@@ -582,10 +603,10 @@ static void op_copy(worker *w) {
     EXPECT(dao_memcpy_async(w->blocks[j].p, src.p, src.n, ds), DAO_OK);
     if (src.stream != ds) {
       /* The source is read on ds: tell a caching allocator, or wait. */
-      if (g_slots[src.slot].caching && g_slots[src.slot].a != NULL && dst_pl == g_slots[src.slot].pl)
+      if (g_slots[src.slot].caching && g_slots[src.slot].a != NULL &&
+          dst_pl == g_slots[src.slot].pl)
         EXPECT(dao_allocator_record_stream(g_slots[src.slot].a, src.p, ds), DAO_OK);
-      else
-        sync_stream(ds);
+      else sync_stream(ds);
     }
   }
   w->c.bytes_written += src.n;
@@ -659,7 +680,8 @@ static void op_misuse(worker *w) {
       break;
     case 2: /* another allocator */
       other = (int)rng_below(&w->rng, NSHARED);
-      if (other != b->slot) EXPECT(dao_allocator_free(g_slots[other].a, b->p), DAO_ERR_INVALID_POINTER);
+      if (other != b->slot)
+        EXPECT(dao_allocator_free(g_slots[other].a, b->p), DAO_ERR_INVALID_POINTER);
       break;
     case 3: /* another place */
       if (g_slots[b->slot].a == NULL) {
@@ -701,10 +723,11 @@ static void check_stats(dao_allocator *a, const char *what) {
   if (!EXPECT(dao_allocator_get_stats(a, &s), DAO_OK)) return;
   if (s.peak_allocated_bytes < s.allocated_bytes || s.peak_reserved_bytes < s.reserved_bytes ||
       s.reserved_bytes < s.allocated_bytes || s.requested_bytes > s.allocated_bytes ||
-      s.alloc_count - s.free_count != s.live_blocks || (s.live_blocks == 0) != (s.allocated_bytes == 0))
+      s.alloc_count - s.free_count != s.live_blocks ||
+      (s.live_blocks == 0) != (s.allocated_bytes == 0))
     report_error("%s: inconsistent statistics: allocated %" PRIu64 " (peak %" PRIu64
-                 "), requested %" PRIu64 ", reserved %" PRIu64 " (peak %" PRIu64
-                 "), live %" PRIu64 ", allocs %" PRIu64 ", frees %" PRIu64,
+                 "), requested %" PRIu64 ", reserved %" PRIu64 " (peak %" PRIu64 "), live %" PRIu64
+                 ", allocs %" PRIu64 ", frees %" PRIu64,
                  what, s.allocated_bytes, s.peak_allocated_bytes, s.requested_bytes,
                  s.reserved_bytes, s.peak_reserved_bytes, s.live_blocks, s.alloc_count,
                  s.free_count);
@@ -729,8 +752,10 @@ static void check_snapshot(dao_allocator *a, const char *what) {
       memset(&b, 0, sizeof b);
       b.struct_size = sizeof b;
       if (!EXPECT(dao_snapshot_block(snap, i, j, &b), DAO_OK)) break;
-      if (b.address != at || b.size == 0 || (b.state == DAO_BLOCK_ALLOCATED && b.requested_size > b.size))
-        report_error("%s: segment %zu block %zu at %#" PRIxPTR " (size %zu) does not follow %#" PRIxPTR,
+      if (b.address != at || b.size == 0 ||
+          (b.state == DAO_BLOCK_ALLOCATED && b.requested_size > b.size))
+        report_error("%s: segment %zu block %zu at %#" PRIxPTR
+                     " (size %zu) does not follow %#" PRIxPTR,
                      what, i, j, b.address, b.size, at);
       at = b.address + b.size;
     }
@@ -777,15 +802,12 @@ static void private_config(worker *w, int k, char *buf, size_t n, int *capped) {
       if (strcmp(name, "limit") == 0) snprintf(buf, n, "max_pool=2MiB");
       *capped = strcmp(name, "limit") == 0;
       break;
-    case 2:
-      snprintf(buf, n, "upstream=%s", below);
-      break;
+    case 2: snprintf(buf, n, "upstream=%s", below); break;
     case 3:
       if (strcmp(name, "limit") == 0) snprintf(buf, n, "max_pool=1MiB,upstream=%s", below);
       *capped = strcmp(name, "limit") == 0;
       break;
-    default:
-      break;
+    default: break;
   }
 }
 
@@ -883,7 +905,8 @@ static int recycle_consume(int k, double timeout, uint64_t *last_seq, counters *
                  *last_seq);
   *last_seq = seq;
   EXPECT(dao_buffer_size(b, NULL, &bytes), DAO_OK);
-  if (bytes != g_pool_bytes[k]) report_error("recycle buffer of %zu bytes, expected %zu", bytes, g_pool_bytes[k]);
+  if (bytes != g_pool_bytes[k])
+    report_error("recycle buffer of %zu bytes, expected %zu", bytes, g_pool_bytes[k]);
   if (recycle_check(b, g_pool_bytes[k])) c->bytes_checked += g_pool_bytes[k];
   if (rng_next(rng) & 1) { /* a second holder */
     EXPECT(dao_buffer_retain(b), DAO_OK);
@@ -966,8 +989,8 @@ static dao_status kernel_fn(void *user_data, void *const *inputs, size_t input_c
   dao_status st = DAO_OK;
   (void)stream;
   if ((int)input_count != k->nin || (int)output_count != k->nout) {
-    report_error("kernel %u called with %zu inputs and %zu outputs, submitted with %d and %d", k->id,
-                 input_count, output_count, k->nin, k->nout);
+    report_error("kernel %u called with %zu inputs and %zu outputs, submitted with %d and %d",
+                 k->id, input_count, output_count, k->nin, k->nout);
     st = DAO_ERR_INTERNAL;
   } else {
     kernel_compute(k, (uint32_t *const *)inputs, (uint32_t *const *)outputs);
@@ -1043,8 +1066,9 @@ static void op_kernel(worker *w) {
   }
   {
     kernel_args ref = *k; /* k belongs to the kernel once submitted */
-    if (!EXPECT(dao_kernel_submit(g_tiered, kernel_fn, k, ins, (size_t)k->nin, outs, (size_t)k->nout),
-                DAO_OK)) {
+    if (!EXPECT(
+            dao_kernel_submit(g_tiered, kernel_fn, k, ins, (size_t)k->nin, outs, (size_t)k->nout),
+            DAO_OK)) {
       free(k);
       return;
     }
@@ -1067,7 +1091,8 @@ static void tensor_check(counters *c, wtensor *t, const char *what) {
       size_t i = 0;
       while (buf[i] == t->model[i]) ++i;
       report_error("%s: tensor of %zu words differs from the host reference at word %zu: %08x, "
-                   "expected %08x", what, t->words, i, buf[i], t->model[i]);
+                   "expected %08x",
+                   what, t->words, i, buf[i], t->model[i]);
     } else {
       c->bytes_checked += t->words * 4;
     }
@@ -1091,7 +1116,8 @@ static void op_tensor_recreate(worker *w) {
   {
     dao_tensor *list[1];
     list[0] = old;
-    EXPECT(dao_kernel_submit(g_tiered, kernel_fn, NULL, list, 1, NULL, 0), DAO_ERR_INVALID_ARGUMENT);
+    EXPECT(dao_kernel_submit(g_tiered, kernel_fn, NULL, list, 1, NULL, 0),
+           DAO_ERR_INVALID_ARGUMENT);
   }
   free(t->model);
   tensor_make(w, t);
@@ -1187,7 +1213,8 @@ static void *monitor_main(void *arg) {
       size_t used = 0, free_b = 0, total = 0;
       EXPECT(dao_used(place_of(pl), &used), DAO_OK);
       EXPECT(dao_place_memory_info(place_of(pl), &free_b, &total), DAO_OK);
-      if (free_b > total) report_error("monitor: %s has more free than total bytes", place_names[pl]);
+      if (free_b > total)
+        report_error("monitor: %s has more free than total bytes", place_names[pl]);
       if (EXPECT(dao_place_allocator(place_of(pl), &a), DAO_OK)) check_stats(a, "place default");
     }
     for (k = 0; k < 2; ++k) {
@@ -1313,9 +1340,12 @@ int main(int argc, char **argv) {
   char text[32], text2[32];
 
   for (i = 1; i < argc; ++i) {
-    if (strcmp(argv[i], "--seconds") == 0 && i + 1 < argc) seconds = parse_long(argv[++i], 1, 31L * 86400);
-    else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc) nthreads = parse_long(argv[++i], 1, 64);
-    else if (strcmp(argv[i], "--seed") == 0 && i + 1 < argc) seed = parse_long(argv[++i], 0, 1L << 30);
+    if (strcmp(argv[i], "--seconds") == 0 && i + 1 < argc)
+      seconds = parse_long(argv[++i], 1, 31L * 86400);
+    else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc)
+      nthreads = parse_long(argv[++i], 1, 64);
+    else if (strcmp(argv[i], "--seed") == 0 && i + 1 < argc)
+      seed = parse_long(argv[++i], 0, 1L << 30);
     else if (strcmp(argv[i], "--quiet") == 0) g_quiet = 1;
     else usage();
   }
@@ -1375,7 +1405,8 @@ int main(int argc, char **argv) {
 
   if (!g_quiet)
     printf("dao_soak %s: %ld s, %ld worker threads + producer, consumer and monitor threads, "
-           "seed %ld\n", dao_version_string(), seconds, nthreads, seed);
+           "seed %ld\n",
+           dao_version_string(), seconds, nthreads, seed);
   fflush(stdout);
   start = now_seconds();
   for (k = 0; k < 2; ++k) {
@@ -1385,7 +1416,8 @@ int main(int argc, char **argv) {
     pthread_create(&pipes[k].thread, NULL, pipeline_main, &pipes[k]);
   }
   pthread_create(&monitor, NULL, monitor_main, &monitor_counters);
-  for (i = 0; i < g_nworkers; ++i) pthread_create(&g_workers[i].thread, NULL, worker_main, &g_workers[i]);
+  for (i = 0; i < g_nworkers; ++i)
+    pthread_create(&g_workers[i].thread, NULL, worker_main, &g_workers[i]);
 
   {
     double last_report = start;
@@ -1394,10 +1426,12 @@ int main(int argc, char **argv) {
       if (!g_quiet && now_seconds() - last_report >= 60) {
         uint64_t ops = 0;
         last_report = now_seconds();
-        for (i = 0; i < g_nworkers; ++i) ops += __atomic_load_n(&g_workers[i].progress, __ATOMIC_RELAXED);
-        printf("  %.0f s: %" PRIu64 " worker steps, RSS %ld MiB, C heap in use %s MiB, %ld errors\n",
-               last_report - start, ops, current_rss_mib(), mib_text(heap_in_use(), text, sizeof text),
-               __atomic_load_n(&g_errors, __ATOMIC_RELAXED));
+        for (i = 0; i < g_nworkers; ++i)
+          ops += __atomic_load_n(&g_workers[i].progress, __ATOMIC_RELAXED);
+        printf(
+            "  %.0f s: %" PRIu64 " worker steps, RSS %ld MiB, C heap in use %s MiB, %ld errors\n",
+            last_report - start, ops, current_rss_mib(), mib_text(heap_in_use(), text, sizeof text),
+            __atomic_load_n(&g_errors, __ATOMIC_RELAXED));
         fflush(stdout);
       }
     }
@@ -1415,7 +1449,8 @@ int main(int argc, char **argv) {
     worker *w = &g_workers[i];
     live_at_end += (uint64_t)w->nblocks;
     check_all_blocks(w, 0);
-    for (k = 0; k < TENSORS_PER_WORKER; ++k) tensor_check(&w->c, &w->tensors[k], "final tensor read");
+    for (k = 0; k < TENSORS_PER_WORKER; ++k)
+      tensor_check(&w->c, &w->tensors[k], "final tensor read");
   }
   for (k = 0; k < 2; ++k) {
     uint64_t last = UINT64_MAX;
@@ -1436,7 +1471,8 @@ int main(int argc, char **argv) {
       drop_block(w, 0);
     }
     for (pl = 0; pl < PL_COUNT; ++pl) {
-      for (k = 0; k < STREAMS_PER_PLACE; ++k) EXPECT(dao_stream_synchronize(w->streams[pl][k]), DAO_OK);
+      for (k = 0; k < STREAMS_PER_PLACE; ++k)
+        EXPECT(dao_stream_synchronize(w->streams[pl][k]), DAO_OK);
     }
   }
   EXPECT(dao_tiered_synchronize(g_tiered), DAO_OK);
@@ -1461,7 +1497,8 @@ int main(int argc, char **argv) {
     if (EXPECT(dao_allocator_get_stats(g_slots[k].a, &s), DAO_OK) &&
         (s.live_blocks != 0 || s.allocated_bytes != 0 || s.requested_bytes != 0))
       report_error("%s on %s: %" PRIu64 " blocks, %" PRIu64 " bytes still allocated at the end",
-                   g_slots[k].strategy, place_names[g_slots[k].pl], s.live_blocks, s.allocated_bytes);
+                   g_slots[k].strategy, place_names[g_slots[k].pl], s.live_blocks,
+                   s.allocated_bytes);
     EXPECT(dao_allocator_destroy(g_slots[k].a), DAO_OK);
   }
   for (i = 0; i < g_nworkers; ++i) {
@@ -1476,11 +1513,13 @@ int main(int argc, char **argv) {
     dao_allocator *a = NULL;
     dao_allocator_stats s;
     EXPECT(dao_used(place_of(pl), &used), DAO_OK);
-    if (used != 0) report_error("dao_used(%s) is %zu after everything was freed", place_names[pl], used);
+    if (used != 0)
+      report_error("dao_used(%s) is %zu after everything was freed", place_names[pl], used);
     /* What the place defaults still hold (they live until the process ends). */
     memset(&s, 0, sizeof s);
     s.struct_size = sizeof s;
-    if (EXPECT(dao_place_allocator(place_of(pl), &a), DAO_OK) && EXPECT(dao_allocator_get_stats(a, &s), DAO_OK)) {
+    if (EXPECT(dao_place_allocator(place_of(pl), &a), DAO_OK) &&
+        EXPECT(dao_allocator_get_stats(a, &s), DAO_OK)) {
       default_reserved[pl] = s.reserved_bytes;
       default_peak[pl] = s.peak_reserved_bytes;
       EXPECT(dao_allocator_trim(a, &released), DAO_OK);
@@ -1499,27 +1538,32 @@ int main(int argc, char **argv) {
   {
     uint64_t all = 0;
     for (k = 0; k < OP_KIND_COUNT; ++k) all += total.ops[k];
-    printf("dao_soak summary: %.1f s, %d worker threads (+ producer, consumer, monitor), seed %ld\n",
-           elapsed, g_nworkers, seed);
+    printf(
+        "dao_soak summary: %.1f s, %d worker threads (+ producer, consumer, monitor), seed %ld\n",
+        elapsed, g_nworkers, seed);
     printf("  operations: %" PRIu64 " (%.0f/s)\n", all, (double)all / elapsed);
     for (k = 0; k < OP_KIND_COUNT; ++k)
       printf("    %-20s %12" PRIu64 "\n", op_names[k], total.ops[k]);
     printf("  bytes written: %" PRIu64 " (%.1f GiB), bytes checked: %" PRIu64 " (%.1f GiB)\n",
-           total.bytes_written, (double)total.bytes_written / (double)(1u << 30), total.bytes_checked,
-           (double)total.bytes_checked / (double)(1u << 30));
-    printf("  tiered: %" PRIu64 " kernels run, %" PRIu64 " evictions, %" PRIu64 " fetches, peak device "
+           total.bytes_written, (double)total.bytes_written / (double)(1u << 30),
+           total.bytes_checked, (double)total.bytes_checked / (double)(1u << 30));
+    printf("  tiered: %" PRIu64 " kernels run, %" PRIu64 " evictions, %" PRIu64
+           " fetches, peak device "
            "%" PRIu64 " of %zu bytes\n",
            ts.kernels_run, ts.evictions, ts.fetches, ts.peak_device_bytes, (size_t)TIERED_BUDGET);
     printf("  out of memory (SIM capacity / max_pool, expected): %" PRIu64 "\n", oom);
     printf("  blocks live at the end, checked and freed: %" PRIu64 "\n", live_at_end);
-    printf("  place defaults at the end (reserved / peak reserved, MiB): cpu %.1f / %.1f, sim0 %.1f / "
-           "%.1f, sim1 %.1f / %.1f\n",
-           default_reserved[0] / 1048576.0, default_peak[0] / 1048576.0, default_reserved[1] / 1048576.0,
-           default_peak[1] / 1048576.0, default_reserved[2] / 1048576.0, default_peak[2] / 1048576.0);
+    printf(
+        "  place defaults at the end (reserved / peak reserved, MiB): cpu %.1f / %.1f, sim0 %.1f / "
+        "%.1f, sim1 %.1f / %.1f\n",
+        default_reserved[0] / 1048576.0, default_peak[0] / 1048576.0,
+        default_reserved[1] / 1048576.0, default_peak[1] / 1048576.0,
+        default_reserved[2] / 1048576.0, default_peak[2] / 1048576.0);
     printf("  RSS: peak %ld MiB after setup, peak %ld MiB at the end, %ld MiB now (everything "
            "destroyed, place defaults trimmed); C heap in use: %s MiB after setup, %s MiB now\n",
            rss_start_kb / 1024, rss_end_kb / 1024, current_rss_mib(),
-           mib_text(heap_at_setup, text, sizeof text), mib_text(heap_in_use(), text2, sizeof text2));
+           mib_text(heap_at_setup, text, sizeof text),
+           mib_text(heap_in_use(), text2, sizeof text2));
     printf("  errors: %ld\n", __atomic_load_n(&g_errors, __ATOMIC_RELAXED));
   }
   free(g_workers);

@@ -194,11 +194,11 @@ static void body_parts_on_devices(wb_ctx *c, void *p) {
     /* Each rank's memory is given back by the time its destroy returns. */
     WB_OK(c, dao_place_memory_info(mine, &free2, NULL));
     WB_OK(c, dao_used(mine, &used2));
-    WB_CHECKF(c, used2 == used0, "sim:%d: %zu bytes still allocated after destroy",
-              mine.device, used2 - used0);
+    WB_CHECKF(c, used2 == used0, "sim:%d: %zu bytes still allocated after destroy", mine.device,
+              used2 - used0);
     if (t == DAO_WHOLE_CONTINUOUS)
-      WB_CHECKF(c, free2 == free0, "sim:%d: %zu bytes not given back after destroy",
-                mine.device, free0 - free2);
+      WB_CHECKF(c, free2 == free0, "sim:%d: %zu bytes not given back after destroy", mine.device,
+                free0 - free2);
   }
 }
 
@@ -230,8 +230,7 @@ static void body_out_of_memory(wb_ctx *c, void *p) {
     WB_OK(c, dao_comm_barrier(c->comm));
     WB_OK(c, dao_used(mine, &used1));
     WB_OK(c, dao_place_memory_info(mine, &free1, NULL));
-    WB_CHECKF(c, used1 == used0, "sim:%d: %zu bytes left allocated", mine.device,
-              used1 - used0);
+    WB_CHECKF(c, used1 == used0, "sim:%d: %zu bytes left allocated", mine.device, used1 - used0);
     if (t == DAO_WHOLE_CONTINUOUS)
       WB_CHECKF(c, free1 == free0, "sim:%d: %zu bytes left mapped", mine.device, free0 - free1);
   }
@@ -396,8 +395,7 @@ static dao_status tt_allgather(void *self, const void *send, size_t bytes, void 
   int r;
   t->g->slot[t->rank] = send;
   pthread_barrier_wait(&t->g->barrier);
-  for (r = 0; r < t->g->size; ++r)
-    memcpy((char *)recv + (size_t)r * bytes, t->g->slot[r], bytes);
+  for (r = 0; r < t->g->size; ++r) memcpy((char *)recv + (size_t)r * bytes, t->g->slot[r], bytes);
   pthread_barrier_wait(&t->g->barrier);
   return DAO_OK;
 }
@@ -442,8 +440,8 @@ static dao_status tt_window_allocate(void *self, size_t bytes, void **local, voi
 static char *tt_at(tt_window *w, int target, size_t offset, size_t bytes) {
   if (target < 0 || target >= MAX_RANKS || offset > w->bytes[target] ||
       bytes > w->bytes[target] - offset) {
-    snprintf(tt_error, sizeof tt_error, "%zu bytes at %zu of rank %d are outside the window",
-             bytes, offset, target);
+    snprintf(tt_error, sizeof tt_error, "%zu bytes at %zu of rank %d are outside the window", bytes,
+             offset, target);
     return NULL;
   }
   return w->base[target] + offset;
@@ -472,16 +470,16 @@ static dao_status tt_get_many(void *self, void *window, int target, size_t count
                               const size_t *dst_offsets) {
   size_t i;
   for (i = 0; i < count; ++i) {
-    dao_status s = tt_get(self, window, target, target_offsets[i],
-                          (char *)dst + dst_offsets[i], lengths[i]);
+    dao_status s =
+        tt_get(self, window, target, target_offsets[i], (char *)dst + dst_offsets[i], lengths[i]);
     if (s != DAO_OK) return s;
   }
   return DAO_OK;
 }
 
 static dao_status tt_put_many(void *self, void *window, int target, size_t count,
-                              const size_t *target_offsets, const size_t *lengths,
-                              const void *src, const size_t *src_offsets) {
+                              const size_t *target_offsets, const size_t *lengths, const void *src,
+                              const size_t *src_offsets) {
   size_t i;
   for (i = 0; i < count; ++i) {
     dao_status s = tt_put(self, window, target, target_offsets[i],
@@ -766,8 +764,7 @@ static void test_hooked_errors(void **state) {
   assert_int_equal(g.destroyed, 4);
   tt_group_done(&g);
 
-  assert_int_equal(dao_comm_transport_error(DAO_ERR_BACKEND, "from a transport"),
-                   DAO_ERR_BACKEND);
+  assert_int_equal(dao_comm_transport_error(DAO_ERR_BACKEND, "from a transport"), DAO_ERR_BACKEND);
   assert_string_equal(dao_last_error(), "from a transport");
 }
 
@@ -799,8 +796,7 @@ static void test_bad_input(void **state) {
                           "out of range");
   assert_failure_mentions(dao_comm_create_local(DAO_COMM_LOCAL_MAX_RANKS + 1, places, comms),
                           DAO_ERR_INVALID_ARGUMENT, "out of range");
-  assert_failure_mentions(dao_comm_create_local(2, places, comms), DAO_ERR_NO_DEVICE,
-                          "places[1]");
+  assert_failure_mentions(dao_comm_create_local(2, places, comms), DAO_ERR_NO_DEVICE, "places[1]");
   places[1].kind = (dao_place_kind)77;
   assert_failure_mentions(dao_comm_create_local(2, places, comms), DAO_ERR_INVALID_ARGUMENT,
                           "kind");
@@ -831,8 +827,7 @@ static void test_bad_input(void **state) {
   assert_int_equal(place.kind, DAO_PLACE_CPU);
   memset(&cinfo, 0, sizeof cinfo);
   cinfo.struct_size = 8;
-  assert_failure_mentions(dao_comm_get_info(comm, &cinfo), DAO_ERR_INVALID_ARGUMENT,
-                          "struct_size");
+  assert_failure_mentions(dao_comm_get_info(comm, &cinfo), DAO_ERR_INVALID_ARGUMENT, "struct_size");
   cinfo.struct_size = sizeof cinfo;
   assert_ok(dao_comm_get_info(comm, &cinfo));
   assert_string_equal(cinfo.transport, "in-process");
@@ -868,8 +863,8 @@ static void test_bad_input(void **state) {
                           "not a live");
 
   /* queries */
-  assert_failure_mentions(dao_whole_get_info((dao_whole *)garbage, &info),
-                          DAO_ERR_INVALID_ARGUMENT, "not a live dao_whole");
+  assert_failure_mentions(dao_whole_get_info((dao_whole *)garbage, &info), DAO_ERR_INVALID_ARGUMENT,
+                          "not a live dao_whole");
   assert_failure_mentions(dao_whole_get_info(w, NULL), DAO_ERR_INVALID_ARGUMENT, "info");
   memset(&range, 0, sizeof range);
   range.struct_size = sizeof range - 1;
@@ -878,8 +873,7 @@ static void test_bad_input(void **state) {
   range.struct_size = sizeof range;
   assert_failure_mentions(dao_whole_get_partition(w, 1, &range), DAO_ERR_INVALID_ARGUMENT,
                           "rank 1 is out of range");
-  assert_failure_mentions(dao_whole_get_partition(w, 0, NULL), DAO_ERR_INVALID_ARGUMENT,
-                          "range");
+  assert_failure_mentions(dao_whole_get_partition(w, 0, NULL), DAO_ERR_INVALID_ARGUMENT, "range");
   assert_failure_mentions(dao_whole_entry_rank(w, 10, &rank), DAO_ERR_INVALID_ARGUMENT,
                           "index 10 is out of range");
   assert_failure_mentions(dao_whole_entry_rank(w, -1, &rank), DAO_ERR_INVALID_ARGUMENT,
@@ -888,8 +882,7 @@ static void test_bad_input(void **state) {
   assert_failure_mentions(dao_whole_get_local(w, NULL, NULL), DAO_ERR_INVALID_ARGUMENT, "ptr");
   assert_failure_mentions(dao_whole_get_rank_pointer(w, 1, &ptr), DAO_ERR_INVALID_ARGUMENT,
                           "out of range");
-  assert_failure_mentions(dao_whole_get_rank_pointer(w, 0, NULL), DAO_ERR_INVALID_ARGUMENT,
-                          "ptr");
+  assert_failure_mentions(dao_whole_get_rank_pointer(w, 0, NULL), DAO_ERR_INVALID_ARGUMENT, "ptr");
   assert_failure_mentions(dao_whole_get_base(w, &ptr), DAO_ERR_UNSUPPORTED, "chunked");
   assert_failure_mentions(dao_whole_get_base(w, NULL), DAO_ERR_INVALID_ARGUMENT, "base");
 

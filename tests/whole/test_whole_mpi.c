@@ -203,9 +203,9 @@ static void test_bad_create(void **state) {
 
 int main(int argc, char **argv) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_bad_create),   cmocka_unit_test(test_host),
-      cmocka_unit_test(test_sim_places),   cmocka_unit_test(test_disagreement),
-      cmocka_unit_test(test_files),        cmocka_unit_test(test_split),
+      cmocka_unit_test(test_bad_create), cmocka_unit_test(test_host),
+      cmocka_unit_test(test_sim_places), cmocka_unit_test(test_disagreement),
+      cmocka_unit_test(test_files),      cmocka_unit_test(test_split),
   };
   int provided = 0, result;
   long pid;

@@ -49,15 +49,15 @@ static void wb_fail(wb_ctx *c, const char *file, int line, const char *fmt, ...)
   ++c->failures;
 }
 
-#define WB_CHECK(c, cond)                                              \
-  do {                                                                 \
-    ++(c)->checks;                                                     \
+#define WB_CHECK(c, cond)                                                     \
+  do {                                                                        \
+    ++(c)->checks;                                                            \
     if (!(cond)) wb_fail((c), __FILE__, __LINE__, "check failed: %s", #cond); \
   } while (0)
 
-#define WB_CHECKF(c, cond, ...)                               \
-  do {                                                        \
-    ++(c)->checks;                                            \
+#define WB_CHECKF(c, cond, ...)                                 \
+  do {                                                          \
+    ++(c)->checks;                                              \
     if (!(cond)) wb_fail((c), __FILE__, __LINE__, __VA_ARGS__); \
   } while (0)
 
@@ -73,9 +73,8 @@ static int wb_status_(wb_ctx *c, const char *file, int line, const char *text, d
                       dao_status want, const char *needle) {
   ++c->checks;
   if (got != want) {
-    wb_fail(c, file, line, "%s returned %d (%s), expected %d (%s); last error: %s", text,
-            (int)got, dao_status_string(got), (int)want, dao_status_string(want),
-            dao_last_error());
+    wb_fail(c, file, line, "%s returned %d (%s), expected %d (%s); last error: %s", text, (int)got,
+            dao_status_string(got), (int)want, dao_status_string(want), dao_last_error());
     return 0;
   }
   if (needle != NULL && strstr(dao_last_error(), needle) == NULL) {
@@ -162,8 +161,8 @@ static void wb_check_partition(wb_ctx *c, dao_whole *w, size_t entries, size_t e
     WB_CHECKF(c, p.rank == r, "partition(%d).rank = %d", r, p.rank);
     WB_CHECKF(c, p.first_entry == next, "rank %d starts at %zu, expected %zu", r, p.first_entry,
               next);
-    WB_CHECKF(c, p.entry_count == want, "rank %d owns %zu entries, expected %zu", r,
-              p.entry_count, want);
+    WB_CHECKF(c, p.entry_count == want, "rank %d owns %zu entries, expected %zu", r, p.entry_count,
+              want);
     WB_CHECK(c, p.byte_offset == p.first_entry * entry_size);
     WB_CHECK(c, p.byte_size == p.entry_count * entry_size);
     if (p.entry_count > 0) {
@@ -227,8 +226,8 @@ static void wb_gather_check(wb_ctx *c, dao_whole *w, const int64_t *idx, size_t 
  * one rank, in random order), gathers everything again, destroys.
  * Returns 0 when the type is not supported here (then every rank also got
  * DAO_ERR_UNSUPPORTED from the create), 1 otherwise. */
-static int wb_roundtrip(wb_ctx *c, dao_whole_type type, dao_whole_location location,
-                        size_t entries, size_t entry_size, uint64_t seed) {
+static int wb_roundtrip(wb_ctx *c, dao_whole_type type, dao_whole_location location, size_t entries,
+                        size_t entry_size, uint64_t seed) {
   dao_whole_desc d = wb_desc(type, location, entries, entry_size);
   dao_whole *w = NULL;
   dao_whole_info info;
@@ -294,8 +293,8 @@ static int wb_roundtrip(wb_ctx *c, dao_whole_type type, dao_whole_location locat
     if (r == c->rank) WB_CHECK(c, q == (void *)local);
     for (i = 0; i < pr.entry_count; ++i) {
       if (!wb_entry_is((unsigned char *)q + i * entry_size, pr.first_entry + i, entry_size, 0)) {
-        wb_fail(c, __FILE__, __LINE__, "rank %d's entry %zu read through its pointer is wrong",
-                r, pr.first_entry + i);
+        wb_fail(c, __FILE__, __LINE__, "rank %d's entry %zu read through its pointer is wrong", r,
+                pr.first_entry + i);
         break;
       }
     }
@@ -380,8 +379,8 @@ static int wb_roundtrip(wb_ctx *c, dao_whole_type type, dao_whole_location locat
  * two, sizes that do not divide evenly. Returns how many types were
  * supported. */
 static int wb_all_shapes(wb_ctx *c, dao_whole_location location) {
-  static const size_t shapes[][2] = {
-      {1, 8}, {3, 24}, {5, 3}, {7, 7}, {64, 12}, {1000, 1}, {257, 40}, {4099, 56}, {33, 1000}};
+  static const size_t shapes[][2] = {{1, 8},    {3, 24},   {5, 3},     {7, 7},    {64, 12},
+                                     {1000, 1}, {257, 40}, {4099, 56}, {33, 1000}};
   int supported = 0;
   int t;
   size_t s;
@@ -434,8 +433,7 @@ static void wb_disagreement(wb_ctx *c) {
            "disagree on total_size");
   WB_CHECK(c, w == NULL);
 
-  d = wb_desc(c->rank == last ? DAO_WHOLE_DISTRIBUTED : DAO_WHOLE_CHUNKED, DAO_WHOLE_HOST, 100,
-              8);
+  d = wb_desc(c->rank == last ? DAO_WHOLE_DISTRIBUTED : DAO_WHOLE_CHUNKED, DAO_WHOLE_HOST, 100, 8);
   WB_FAILS(c, dao_whole_create(c->comm, &d, &w), DAO_ERR_INVALID_ARGUMENT, "disagree on type");
 
   d = wb_desc(DAO_WHOLE_CHUNKED, DAO_WHOLE_HOST, 100, c->rank == 0 ? 8 : 4);

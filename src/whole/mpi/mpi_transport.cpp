@@ -62,10 +62,10 @@ dao_status check(int rc, const char* what) {
   return fail(DAO_ERR_BACKEND, "%s failed: %s (MPI error %d)", what, text, rc);
 }
 
-#define DAO_MPI_TRY(call)                        \
-  do {                                           \
+#define DAO_MPI_TRY(call)                         \
+  do {                                            \
     const dao_status dao_s_ = check(call, #call); \
-    if (dao_s_ != DAO_OK) return dao_s_;         \
+    if (dao_s_ != DAO_OK) return dao_s_;          \
   } while (0)
 
 // An MPI window, or (win == MPI_WIN_NULL) the memory of a communicator of
@@ -92,7 +92,7 @@ struct mpi_transport {
   int size = 0;
   bool one_node = false;
   bool node_leader = false;  // the lowest rank of this communicator on its node
-  bool serialize = true;  // below MPI_THREAD_MULTIPLE
+  bool serialize = true;     // below MPI_THREAD_MULTIPLE
   std::mutex mutex;
   std::vector<MPI_Win> windows;  // every open window, synced by barrier()
 };
@@ -343,12 +343,11 @@ dao_status many(size_t count, const size_t* lengths, const size_t* target_offset
     }
     const int n = static_cast<int>(count);
     MPI_Datatype local_type = MPI_DATATYPE_NULL, remote_type = MPI_DATATYPE_NULL;
-    dao_status s = check(MPI_Type_create_hindexed(n, blocks.data(), local.data(), MPI_BYTE,
-                                                  &local_type),
-                         "MPI_Type_create_hindexed");
+    dao_status s =
+        check(MPI_Type_create_hindexed(n, blocks.data(), local.data(), MPI_BYTE, &local_type),
+              "MPI_Type_create_hindexed");
     if (s == DAO_OK) {
-      s = check(MPI_Type_create_hindexed(n, blocks.data(), remote.data(), MPI_BYTE,
-                                         &remote_type),
+      s = check(MPI_Type_create_hindexed(n, blocks.data(), remote.data(), MPI_BYTE, &remote_type),
                 "MPI_Type_create_hindexed");
     }
     if (s == DAO_OK) s = check(MPI_Type_commit(&local_type), "MPI_Type_commit");
@@ -391,8 +390,8 @@ dao_status op_window_get_many(void* self, void* window, int target, size_t count
 }
 
 dao_status op_window_put_many(void* self, void* window, int target, size_t count,
-                              const size_t* target_offsets, const size_t* lengths,
-                              const void* src, const size_t* src_offsets) {
+                              const size_t* target_offsets, const size_t* lengths, const void* src,
+                              const size_t* src_offsets) {
   // MPI_Put only reads its origin buffer.
   return transfer_many(self, window, target, count, target_offsets, lengths,
                        const_cast<char*>(static_cast<const char*>(src)), src_offsets, true);
@@ -439,8 +438,8 @@ dao_status op_shared_query(void* self, void* segment, int rank, void** ptr) {
   MPI_Aint size = 0;
   int unit = 0;
   void* base = nullptr;
-  DAO_MPI_TRY(MPI_Win_shared_query(static_cast<mpi_window*>(segment)->win, rank, &size, &unit,
-                                   &base));
+  DAO_MPI_TRY(
+      MPI_Win_shared_query(static_cast<mpi_window*>(segment)->win, rank, &size, &unit, &base));
   *ptr = base;
   return DAO_OK;
 }
@@ -461,8 +460,8 @@ dao_status make_transport(MPI_Comm comm, mpi_transport** out) {
   auto* t = new (std::nothrow) mpi_transport;
   if (t == nullptr) return fail(DAO_ERR_OUT_OF_MEMORY, "no host memory for the transport");
   dao_status s = check(MPI_Comm_dup(comm, &t->comm), "MPI_Comm_dup");
-  if (s == DAO_OK) s = check(MPI_Comm_set_errhandler(t->comm, MPI_ERRORS_RETURN),
-                             "MPI_Comm_set_errhandler");
+  if (s == DAO_OK)
+    s = check(MPI_Comm_set_errhandler(t->comm, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
   if (s == DAO_OK) s = check(MPI_Comm_rank(t->comm, &t->rank), "MPI_Comm_rank");
   if (s == DAO_OK) s = check(MPI_Comm_size(t->comm, &t->size), "MPI_Comm_size");
   MPI_Comm node = MPI_COMM_NULL;
