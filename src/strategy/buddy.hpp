@@ -45,13 +45,7 @@ class buddy_strategy final : public strategy {
   buddy_strategy(memory_source& upstream, const buddy_options& options);
   ~buddy_strategy() override;
 
-  void* allocate(std::size_t bytes, const stream_object* stream) override;
-  void deallocate(void* p) override;
-  std::size_t usable_size(const void* p) const override;
-  std::size_t trim() override;
-  allocator_counters counters() const override;
-  void reset_peaks() override;
-  void reset_accumulated() override;
+  DAO_STRATEGY_POOL_METHODS_;
   const char* name() const noexcept override { return "buddy"; }
   std::string effective_config() const override;
 

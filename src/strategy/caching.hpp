@@ -42,13 +42,7 @@ class caching_strategy final : public strategy {
   caching_strategy(memory_source& upstream, const caching_options& options);
   ~caching_strategy() override;
 
-  void* allocate(std::size_t bytes, const stream_object* stream) override;
-  void deallocate(void* p) override;
-  std::size_t usable_size(const void* p) const override;
-  std::size_t trim() override;
-  allocator_counters counters() const override;
-  void reset_peaks() override;
-  void reset_accumulated() override;
+  DAO_STRATEGY_POOL_METHODS_;
   bool stat(int metric, int pool, dao_stat& out) const override;
   void record_stream(void* p, const stream_object* stream) override;
   std::unique_ptr<snapshot_data> snapshot() const override;

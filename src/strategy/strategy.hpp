@@ -210,3 +210,14 @@ class strategy {
 };
 
 }  // namespace dao::detail
+
+// The declarations of the methods a pooling strategy (one that keeps memory
+// of its own) overrides, the same in each: write them once.
+#define DAO_STRATEGY_POOL_METHODS_                                         \
+  void* allocate(std::size_t bytes, const stream_object* stream) override; \
+  void deallocate(void* p) override;                                       \
+  std::size_t usable_size(const void* p) const override;                   \
+  std::size_t trim() override;                                             \
+  allocator_counters counters() const override;                            \
+  void reset_peaks() override;                                             \
+  void reset_accumulated() override
