@@ -1,3 +1,5 @@
+// Config strings ("key=value,...") and sizes with units: parsing and the
+// checks every owner of keys shares (see config.hpp).
 #include "core/config.hpp"
 
 #include <cctype>

@@ -1,3 +1,5 @@
+// Collections of named recycle pools: adding, finding, closing and
+// destroying them together (see collection.hpp).
 #include "recycle/collection.hpp"
 
 #include "core/error.hpp"

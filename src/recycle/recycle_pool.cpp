@@ -1,3 +1,6 @@
+// Recycle pools: creation, the buffer state machine (acquire, submit, take,
+// retain, release), blocking with spin-then-sleep, and the statistics (see
+// recycle_pool.hpp).
 #include "recycle/recycle_pool.hpp"
 
 #include <chrono>

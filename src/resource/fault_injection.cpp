@@ -1,3 +1,5 @@
+// Fault injection at the system resources' sites (see fault_injection.hpp):
+// the counters, the armed sites and the DAO_FAULT_INJECT spec.
 #include "resource/fault_injection.hpp"
 
 #include <atomic>

@@ -1,3 +1,6 @@
+// Host virtual memory: reserving addresses and committing or decommitting
+// pages in them (mmap, mprotect, madvise), and the defaults of memory sources
+// without virtual memory.
 #include "resource/virtual_memory.hpp"
 
 #include <sys/mman.h>

@@ -1,3 +1,5 @@
+// The buddy strategy (see buddy.hpp): its options, chunks from the upstream,
+// splitting and merging buddies, large blocks, trim and statistics.
 #include "strategy/buddy.hpp"
 
 #include <algorithm>

@@ -1,3 +1,5 @@
+// The place defaults: one strategy per place, chosen and configured by the
+// environment on first use (see place_defaults.hpp).
 #include "strategy/place_defaults.hpp"
 
 #include <array>

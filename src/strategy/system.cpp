@@ -1,3 +1,5 @@
+// The system strategy (see system.hpp): every allocation straight from the
+// upstream, with a table of live blocks to check frees.
 #include "strategy/system.hpp"
 
 #include "core/error.hpp"

@@ -1,3 +1,4 @@
+// String helpers for messages and effective configs (see format.hpp).
 #include "util/format.hpp"
 
 #include <cstdarg>
