@@ -9,7 +9,7 @@
  *
  * Where a check depends on how the strategy works (segment sizes, mapping
  * granularity, which cached memory is released when), the comment names the
- * place in src/strategy/caching.cpp it follows. No check depends on timing:
+ * place in src/strategy/caching*.cpp, block_pool.*, segment_map.* or stream_order.* it follows. No check depends on timing:
  * work that must stay pending waits on a gate the test opens.
  *
  * Header-only (static inline): each program includes it once, after
@@ -59,7 +59,7 @@ static inline size_t page_size(void) {
 static inline size_t round_up_to(size_t x, size_t unit) { return (x + unit - 1) / unit * unit; }
 static inline size_t round_down_to(size_t x, size_t unit) { return x / unit * unit; }
 
-/* caching.cpp round_size(): 512 B minimum and unit; with d > 1 divisions,
+/* block_pool.cpp round_size(): 512 B minimum and unit; with d > 1 divisions,
    sizes above 512*d go up to the next of d steps between powers of two. */
 static inline size_t expected_round(size_t bytes, unsigned divisions) {
   if (bytes <= 512) return 512;

@@ -73,7 +73,7 @@ static void rounding_and_pools(void **state) {
     for (i = 0; i < sizeof cases / sizeof cases[0]; ++i) assert_ok(dao_allocator_free(a, p[i]));
     if (c % 2 == 1) {
       /* alone, requests of 10 MiB and more get a segment rounded up to
-         2 MiB (caching.cpp segment_size()) */
+         2 MiB (segment_map.cpp segment_size()) */
       void *q;
       assert_ok(dao_allocator_trim(a, NULL));
       q = alloc_ok(a, 10 * MIB + 1, NULL);
@@ -138,7 +138,7 @@ static void roundup_power2_divisions(void **state) {
 
 /* max_split_size_mb=64 in classic segments: blocks of 64 MiB and more are
    never split, and serve only requests of 64 MiB and more that leave less
-   than 20 MiB unused (caching.cpp fits()). */
+   than 20 MiB unused (block_pool.hpp fits()). */
 static void max_split_size(void **state) {
   dao_allocator *a = make(big_place(), "max_split_size_mb=64,expandable_segments=false");
   void *big, *p1, *p2, *r, *t, *u;

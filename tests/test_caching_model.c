@@ -17,7 +17,7 @@ typedef struct snap_totals {
   size_t in_use_pages; /* sum of pages_in_use over expandable segments */
 } snap_totals;
 
-/* Inactive split, as caching.cpp is_split()/count_split() count it: free
+/* Inactive split, as block_pool.hpp is_split()/count_split() count it: free
    blocks in segments that have other blocks, except the last block of an
    expandable segment (its unused end: addresses, not fragmentation).
    Blocks count in the small or large pool by their size (<= 1 MiB: small),
@@ -193,7 +193,7 @@ static void check_snapshot_invariants(const snap *s, const model *m, int expanda
         /* the pool: in classic segments, small-pool segments hold only
            requests <= 1 MiB and large-pool ones only larger requests; an
            expandable segment (one per stream) holds both and is of the
-           large pool (caching.cpp pool_for()) */
+           large pool (caching.hpp pool_for()) */
         if (expandable) {
           assert_int_equal(in->pool, DAO_STAT_POOL_LARGE);
         } else if (in->pool == DAO_STAT_POOL_SMALL) {

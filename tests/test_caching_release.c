@@ -31,7 +31,7 @@ static void trim_gives_back_what_is_unused(void **state) {
 
     /* What must stay after a trim: classic segments with an allocated block
        (whole); in expandable segments the pages that allocated blocks touch
-       (caching.cpp release_cached()/unmap_free()). */
+       (caching.cpp release_cached(), segment_map.cpp unmap_range()). */
     s = take_snap(a);
     for (i = 0; i < s.count; ++i) {
       const snap_segment *seg = &s.segments[i];

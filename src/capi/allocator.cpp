@@ -12,6 +12,9 @@
 
 namespace dao::detail {
 
+namespace {
+
+// An allocator handle owned by the caller.
 dao_allocator* make_allocator_handle(std::unique_ptr<strategy> impl) {
   auto handle = std::make_unique<dao_allocator>();
   handle->config = impl->full_config();
@@ -20,6 +23,7 @@ dao_allocator* make_allocator_handle(std::unique_ptr<strategy> impl) {
   return handle.release();
 }
 
+}  // namespace
 }  // namespace dao::detail
 
 using namespace dao::detail;

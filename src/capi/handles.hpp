@@ -153,7 +153,4 @@ inline const stream_object* stream_of(dao_stream s, const char* function) {
   return s != nullptr ? &checked_handle(s, function).obj : nullptr;
 }
 
-// An allocator handle owned by the caller.
-dao_allocator* make_allocator_handle(std::unique_ptr<strategy> impl);
-
 }  // namespace dao::detail
