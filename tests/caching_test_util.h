@@ -9,8 +9,8 @@
  *
  * Where a check depends on how the strategy works (segment sizes, mapping
  * granularity, which cached memory is released when), the comment names the
- * place in src/strategy/caching*.cpp, block_pool.*, segment_map.* or stream_order.* it follows. No check depends on timing:
- * work that must stay pending waits on a gate the test opens.
+ * place in src/strategy/caching*.cpp, block_pool.*, segment_map.* or stream_order.* it follows. No
+ * check depends on timing: work that must stay pending waits on a gate the test opens.
  *
  * Header-only (static inline): each program includes it once, after
  * defining _POSIX_C_SOURCE. */
