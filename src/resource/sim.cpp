@@ -76,7 +76,11 @@ namespace {
 
 class sim_device final : public system_resource {
  public:
-  sim_device(int index, std::size_t capacity) : index_(index), capacity_(capacity) {}
+  sim_device(int index, std::size_t capacity, const sim_profile& profile)
+      : index_(index),
+        capacity_(capacity),
+        meter_(profile),
+        granularity_(profile.granularity != 0 ? profile.granularity : host_page_size()) {}
 
   void* allocate(std::size_t bytes) override {
     if (faults::inject(faults::alloc))
@@ -89,11 +93,21 @@ class sim_device final : public system_resource {
       throw out_of_memory(strprintf("sim:%d: the host could not back %s of device memory", index_,
                                     format_bytes(bytes).c_str()));
     }
+    try {
+      meter_.note_range(p, rounded);
+    } catch (...) {
+      host_aligned_free(p);
+      used_.fetch_sub(rounded, std::memory_order_relaxed);
+      throw;
+    }
+    meter_.on_alloc(bytes);
     return p;
   }
 
   void deallocate(void* p, std::size_t bytes) noexcept override {
     if (p == nullptr) return;
+    meter_.forget_range(p);
+    meter_.on_free(bytes);
     host_aligned_free(p);
     used_.fetch_sub((bytes + kMinAlignment - 1) & ~(kMinAlignment - 1), std::memory_order_relaxed);
   }
@@ -104,23 +118,37 @@ class sim_device final : public system_resource {
     return memory_info{capacity_ - used, capacity_};
   }
   bool host_accessible() const noexcept override { return true; }
-  std::unique_ptr<stream_impl> create_stream() override { return make_sim_stream(place()); }
-  std::unique_ptr<event_impl> create_event() override { return make_sim_event(); }
+  std::unique_ptr<stream_impl> create_stream() override {
+    return make_sim_stream(place(), meter_);
+  }
+  std::unique_ptr<event_impl> create_event() override { return make_sim_event(meter_); }
   std::size_t capacity() const noexcept { return capacity_; }
+  sim_cost_meter& meter() noexcept { return meter_; }
 
   // Virtual memory: addresses are free, mapped pages count against the
   // capacity exactly as allocations do.
-  std::size_t map_granularity() const noexcept override { return host_page_size(); }
-  std::size_t large_page_size() const noexcept override { return host_huge_page_size(); }
+  // With a card's profile, mapped in that card's granularity (and no
+  // larger pages: the granule is the card's page).
+  std::size_t map_granularity() const noexcept override { return granularity_; }
+  std::size_t large_page_size() const noexcept override {
+    return meter_.profile().granularity != 0 ? 0 : host_huge_page_size();
+  }
   void* reserve_addresses(std::size_t bytes) override {
     void* p = host_reserve(bytes);
     if (p == nullptr) {
       throw out_of_memory(strprintf("sim:%d: out of address space: could not reserve %s", index_,
                                     format_bytes(bytes).c_str()));
     }
+    try {
+      meter_.note_range(p, bytes);
+    } catch (...) {
+      host_release(p, bytes);
+      throw;
+    }
     return p;
   }
   void release_addresses(void* base, std::size_t bytes) noexcept override {
+    meter_.forget_range(base);
     host_release(base, bytes);
   }
   void map(void* addr, std::size_t bytes) override {
@@ -132,10 +160,12 @@ class sim_device final : public system_resource {
       throw out_of_memory(strprintf("sim:%d: the host could not back %s of device memory", index_,
                                     format_bytes(bytes).c_str()));
     }
+    meter_.on_map(bytes, granularity_);
   }
   void unmap(void* addr, std::size_t bytes) noexcept override {
     host_decommit(addr, bytes);
     used_.fetch_sub(bytes, std::memory_order_relaxed);
+    meter_.on_unmap(bytes, granularity_);
   }
 
  private:
@@ -162,6 +192,8 @@ class sim_device final : public system_resource {
   int index_;
   std::size_t capacity_;
   std::atomic<std::size_t> used_{0};
+  sim_cost_meter meter_;
+  std::size_t granularity_;
 };
 
 class sim_backend_impl final : public backend {
@@ -190,6 +222,29 @@ class sim_backend_impl final : public backend {
                     device, devices_.size(), source_.c_str()));
     }
     return *devices_[static_cast<std::size_t>(device)];
+  }
+
+  void set_profile(std::string_view name) {
+    const sim_profile& p = find_sim_profile(name, "dao_sim_set_profile");
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (frozen_) {
+      if (&p == profile_) return;
+      throw invalid_state(strprintf(
+          "dao_sim_set_profile: simulated devices are already in use with profile '%.*s'; "
+          "choose the profile before the first use of a SIM place",
+          static_cast<int>(profile_->name.size()), profile_->name.data()));
+    }
+    api_profile_ = &p;
+  }
+
+  const sim_profile& profile() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    freeze_locked();
+    return *profile_;
+  }
+
+  sim_device& device(int index) {
+    return static_cast<sim_device&>(resource(index));
   }
 
   void configure(const std::vector<std::size_t>& capacities) {
@@ -233,8 +288,14 @@ class sim_backend_impl final : public backend {
       capacities.assign(1, kSimDefaultCapacity);
       source_ = "the default (1 device of 1 GiB; set DAO_SIM_DEVICES to change)";
     }
+    const sim_profile* profile = api_profile_;
+    if (profile == nullptr) {
+      const char* env = std::getenv("DAO_SIM_COSTS");
+      profile = &find_sim_profile(env != nullptr && *env != '\0' ? env : "none", "DAO_SIM_COSTS");
+    }
     for (std::size_t i = 0; i < capacities.size(); ++i)
-      devices_.push_back(std::make_unique<sim_device>(static_cast<int>(i), capacities[i]));
+      devices_.push_back(std::make_unique<sim_device>(static_cast<int>(i), capacities[i], *profile));
+    profile_ = profile;
     frozen_ = true;
   }
 
@@ -244,6 +305,8 @@ class sim_backend_impl final : public backend {
   std::vector<std::size_t> api_capacities_;
   std::vector<std::unique_ptr<sim_device>> devices_;
   std::string source_;
+  const sim_profile* api_profile_ = nullptr;  // dao_sim_set_profile
+  const sim_profile* profile_ = nullptr;      // in effect once frozen
 };
 
 sim_backend_impl& sim_instance() {
@@ -258,5 +321,11 @@ backend& sim_backend() { return sim_instance(); }
 void sim_configure(const std::vector<std::size_t>& capacities) {
   sim_instance().configure(capacities);
 }
+
+void sim_set_profile(std::string_view name) { sim_instance().set_profile(name); }
+
+const sim_profile& sim_current_profile() { return sim_instance().profile(); }
+
+sim_cost_meter& sim_meter(int device) { return sim_instance().device(device).meter(); }
 
 }  // namespace dao::detail

@@ -50,14 +50,16 @@ struct event_state {
 
 class sim_event final : public event_impl {
  public:
-  sim_event() : state_(std::make_shared<event_state>()) {}
+  explicit sim_event(sim_cost_meter& meter) : state_(std::make_shared<event_state>()), meter_(meter) {}
 
   bool query() override {
+    meter_.on_query();
     std::lock_guard<std::mutex> lock(state_->mutex);
     return !state_->is_pending(state_->recorded);
   }
 
   void synchronize() override {
+    meter_.on_synchronize();
     std::uint64_t generation;
     {
       std::lock_guard<std::mutex> lock(state_->mutex);
@@ -76,6 +78,7 @@ class sim_event final : public event_impl {
 
  private:
   std::shared_ptr<event_state> state_;
+  sim_cost_meter& meter_;  // of its device, which outlives it
 };
 
 sim_event& as_sim_event(event_impl& event, const char* what) {
@@ -100,7 +103,7 @@ struct task {
 
 class sim_stream final : public stream_impl {
  public:
-  explicit sim_stream(dao_place place) : place_(place) {
+  sim_stream(dao_place place, sim_cost_meter& meter) : place_(place), meter_(meter) {
     try {
       worker_ = std::thread([this] { run(); });
     } catch (const std::system_error& e) {
@@ -127,6 +130,7 @@ class sim_stream final : public stream_impl {
     t.src = src;
     t.bytes = bytes;
     push(std::move(t));
+    meter_.on_copy(dst, src, bytes);
   }
 
   void launch_host_func(dao_host_fn fn, void* user_data) override {
@@ -135,6 +139,7 @@ class sim_stream final : public stream_impl {
     t.fn = fn;
     t.user_data = user_data;
     push(std::move(t));
+    meter_.on_host_func();
   }
 
   void record(event_impl& event) override {
@@ -160,6 +165,7 @@ class sim_stream final : public stream_impl {
       ++submitted_;
     }
     work_.notify_one();
+    meter_.on_event_record();
   }
 
   void wait(event_impl& event) override {
@@ -185,6 +191,7 @@ class sim_stream final : public stream_impl {
   // threads keep adding), as cuStreamSynchronize does.
   void synchronize() override {
     refuse_on_worker("synchronize");
+    meter_.on_synchronize();
     std::unique_lock<std::mutex> lock(mutex_);
     const std::uint64_t target = submitted_;
     ++sync_waiters_;
@@ -193,6 +200,7 @@ class sim_stream final : public stream_impl {
   }
 
   bool query() override {
+    meter_.on_query();
     std::lock_guard<std::mutex> lock(mutex_);
     return completed_ == submitted_;
   }
@@ -269,6 +277,7 @@ class sim_stream final : public stream_impl {
   }
 
   dao_place place_;
+  sim_cost_meter& meter_;  // of its device, which outlives it
   std::mutex mutex_;
   std::condition_variable work_;  // the worker waits for tasks or stopping_
   std::condition_variable idle_;  // synchronize() waits for completed_
@@ -282,10 +291,12 @@ class sim_stream final : public stream_impl {
 
 }  // namespace
 
-std::unique_ptr<stream_impl> make_sim_stream(dao_place place) {
-  return std::make_unique<sim_stream>(place);
+std::unique_ptr<stream_impl> make_sim_stream(dao_place place, sim_cost_meter& meter) {
+  return std::make_unique<sim_stream>(place, meter);
 }
 
-std::unique_ptr<event_impl> make_sim_event() { return std::make_unique<sim_event>(); }
+std::unique_ptr<event_impl> make_sim_event(sim_cost_meter& meter) {
+  return std::make_unique<sim_event>(meter);
+}
 
 }  // namespace dao::detail

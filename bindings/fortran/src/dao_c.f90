@@ -125,6 +125,29 @@ module dao_c
 
   ! --- sim.h ---
   integer(c_int), parameter, public :: DAO_SIM_MAX_DEVICES = 64
+  integer(c_int), parameter, public :: DAO_SIM_OP_ALLOC = 0
+  integer(c_int), parameter, public :: DAO_SIM_OP_FREE = 1
+  integer(c_int), parameter, public :: DAO_SIM_OP_CREATE = 2
+  integer(c_int), parameter, public :: DAO_SIM_OP_MAP = 3
+  integer(c_int), parameter, public :: DAO_SIM_OP_SET_ACCESS = 4
+  integer(c_int), parameter, public :: DAO_SIM_OP_UNMAP = 5
+  integer(c_int), parameter, public :: DAO_SIM_OP_RELEASE = 6
+  integer(c_int), parameter, public :: DAO_SIM_OP_EVENT_RECORD = 7
+  integer(c_int), parameter, public :: DAO_SIM_OP_EVENT_QUERY = 8
+  integer(c_int), parameter, public :: DAO_SIM_OP_SYNCHRONIZE = 9
+  integer(c_int), parameter, public :: DAO_SIM_OP_HOST_FUNC = 10
+  integer(c_int), parameter, public :: DAO_SIM_OP_COPY_TO_DEVICE = 11
+  integer(c_int), parameter, public :: DAO_SIM_OP_COPY_TO_HOST = 12
+  integer(c_int), parameter, public :: DAO_SIM_OP_COPY_ON_DEVICE = 13
+  integer(c_int), parameter, public :: DAO_SIM_OP_COUNT = 14
+
+  !> What one SIM device accounted for one operation (size-tagged) (C: dao_sim_cost).
+  type, bind(C), public :: dao_sim_cost
+    integer(c_size_t) :: struct_size = 0
+    integer(c_int64_t) :: count = 0
+    integer(c_int64_t) :: bytes = 0
+    integer(c_int64_t) :: ns = 0
+  end type dao_sim_cost
 
   ! --- recycle.h ---
   integer(c_int), parameter, public :: DAO_RECYCLE_MAX_DIMS = 8
@@ -303,7 +326,7 @@ module dao_c
     end function dao_score_fn
   end interface
 
-  ! --- the 106 functions, by header ---
+  ! --- the 111 functions, by header ---
   ! version.h (2)
   public :: dao_version_number, dao_version_string
   ! status.h (2)
@@ -327,8 +350,9 @@ module dao_c
             dao_allocator_destroy
   ! memory.h (5)
   public :: dao_alloc, dao_free, dao_used, dao_place_allocator, dao_place_default_config
-  ! sim.h (1)
-  public :: dao_sim_configure
+  ! sim.h (6)
+  public :: dao_sim_configure, dao_sim_set_profile, dao_sim_get_profile, dao_sim_get_cost, &
+            dao_sim_reset_costs, dao_sim_op_name
   ! recycle.h (19)
   public :: dao_recycle_create, dao_recycle_acquire, dao_recycle_submit, dao_recycle_take, &
             dao_recycle_close, dao_recycle_get_stats, dao_recycle_destroy, dao_buffer_retain, &
@@ -788,6 +812,43 @@ module dao_c
       integer(c_size_t), dimension(*), intent(in), optional :: capacities
       integer(c_int) :: r
     end function dao_sim_configure
+
+    !> Choose the cost profile of the simulated devices.
+    function dao_sim_set_profile(profile) bind(C, name="dao_sim_set_profile") result(r)
+      import :: c_int, c_char
+      character(kind=c_char), dimension(*), intent(in) :: profile
+      integer(c_int) :: r
+    end function dao_sim_set_profile
+
+    !> The cost profile in effect (fixes the SIM configuration, as a first use does).
+    function dao_sim_get_profile(profile) bind(C, name="dao_sim_get_profile") result(r)
+      import :: c_int, c_ptr
+      type(c_ptr), intent(inout) :: profile
+      integer(c_int) :: r
+    end function dao_sim_get_profile
+
+    !> What a SIM device accounted for one operation.
+    function dao_sim_get_cost(device, op, out) bind(C, name="dao_sim_get_cost") result(r)
+      import :: c_int, dao_sim_cost
+      integer(c_int), value :: device
+      integer(c_int), value :: op
+      type(dao_sim_cost), intent(inout) :: out
+      integer(c_int) :: r
+    end function dao_sim_get_cost
+
+    !> Zero the accounted costs of a SIM device.
+    function dao_sim_reset_costs(device) bind(C, name="dao_sim_reset_costs") result(r)
+      import :: c_int
+      integer(c_int), value :: device
+      integer(c_int) :: r
+    end function dao_sim_reset_costs
+
+    !> The name of an operation ("alloc", "create", "copy_to_device", ...), or "unknown".
+    function dao_sim_op_name(op) bind(C, name="dao_sim_op_name") result(r)
+      import :: c_int, c_ptr
+      integer(c_int), value :: op
+      type(c_ptr) :: r
+    end function dao_sim_op_name
 
     ! --------------------------------------------------------------- recycle.h
     !> Create a pool of buffers of one element size and shape on a place.

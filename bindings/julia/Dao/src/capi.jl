@@ -149,6 +149,36 @@ end
 
 const DAO_SIM_MAX_DEVICES = 64
 
+const DAO_SIM_OP_ALLOC = Cint(0)
+const DAO_SIM_OP_FREE = Cint(1)
+const DAO_SIM_OP_CREATE = Cint(2)
+const DAO_SIM_OP_MAP = Cint(3)
+const DAO_SIM_OP_SET_ACCESS = Cint(4)
+const DAO_SIM_OP_UNMAP = Cint(5)
+const DAO_SIM_OP_RELEASE = Cint(6)
+const DAO_SIM_OP_EVENT_RECORD = Cint(7)
+const DAO_SIM_OP_EVENT_QUERY = Cint(8)
+const DAO_SIM_OP_SYNCHRONIZE = Cint(9)
+const DAO_SIM_OP_HOST_FUNC = Cint(10)
+const DAO_SIM_OP_COPY_TO_DEVICE = Cint(11)
+const DAO_SIM_OP_COPY_TO_HOST = Cint(12)
+const DAO_SIM_OP_COPY_ON_DEVICE = Cint(13)
+const DAO_SIM_OP_COUNT = Cint(14)
+
+"""
+    SimCost
+
+What one SIM device accounted for one operation (size-tagged) (C
+`dao_sim_cost`).
+"""
+struct SimCost
+    # C layout: dao_sim_cost
+    struct_size::Csize_t
+    count::UInt64
+    bytes::UInt64
+    ns::UInt64
+end
+
 # --- recycle.h ---------------------------------------------------------------
 
 const DAO_RECYCLE_MAX_DIMS = 8
@@ -339,7 +369,7 @@ struct CommTransport
 end
 
 # =============================================================================
-# The 106 functions, in the order of the headers.
+# The 111 functions, in the order of the headers.
 # =============================================================================
 
 # --- version.h ---
@@ -533,6 +563,19 @@ dao_place_default_config(kind, strategy, config) =
 # Set the number and capacities of the simulated devices.
 dao_sim_configure(count, capacities) =
     @gcsafe ccall((:dao_sim_configure, libdao), Cint, (Cint, Ptr{Csize_t}), count, capacities)
+# Choose the cost profile of the simulated devices.
+dao_sim_set_profile(profile) =
+    @gcsafe ccall((:dao_sim_set_profile, libdao), Cint, (Ptr{UInt8},), profile)
+# The cost profile in effect (fixes the SIM configuration, as a first use does).
+dao_sim_get_profile(profile) =
+    @gcsafe ccall((:dao_sim_get_profile, libdao), Cint, (Ptr{Ptr{UInt8}},), profile)
+# What a SIM device accounted for one operation.
+dao_sim_get_cost(device, op, out) =
+    @gcsafe ccall((:dao_sim_get_cost, libdao), Cint, (Cint, Cint, Ptr{SimCost}), device, op, out)
+# Zero the accounted costs of a SIM device.
+dao_sim_reset_costs(device) = @gcsafe ccall((:dao_sim_reset_costs, libdao), Cint, (Cint,), device)
+# The name of an operation ("alloc", "create", "copy_to_device", ...), or "unknown".
+dao_sim_op_name(op) = ccall((:dao_sim_op_name, libdao), Ptr{UInt8}, (Cint,), op)
 
 # --- recycle.h ---
 # Create a pool of buffers of one element size and shape on a place.

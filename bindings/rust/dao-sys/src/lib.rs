@@ -293,6 +293,53 @@ pub struct dao_block_info {
 /// Most simulated devices a process may have.
 pub const DAO_SIM_MAX_DEVICES: c_int = 64;
 
+/// `dao_sim_op`: Driver calls whose simulated cost a SIM device accounts.
+pub type dao_sim_op = c_int;
+/// A segment allocation (cuMemAlloc).
+pub const DAO_SIM_OP_ALLOC: dao_sim_op = 0;
+/// A segment free (cuMemFree).
+pub const DAO_SIM_OP_FREE: dao_sim_op = 1;
+/// A physical allocation of one granule (cuMemCreate).
+pub const DAO_SIM_OP_CREATE: dao_sim_op = 2;
+/// Mapping one physical allocation (cuMemMap).
+pub const DAO_SIM_OP_MAP: dao_sim_op = 3;
+/// Enabling access to a mapped range (cuMemSetAccess).
+pub const DAO_SIM_OP_SET_ACCESS: dao_sim_op = 4;
+/// Unmapping one physical allocation (cuMemUnmap).
+pub const DAO_SIM_OP_UNMAP: dao_sim_op = 5;
+/// Releasing one physical allocation (cuMemRelease).
+pub const DAO_SIM_OP_RELEASE: dao_sim_op = 6;
+/// Recording an event on a stream.
+pub const DAO_SIM_OP_EVENT_RECORD: dao_sim_op = 7;
+/// Querying an event or a stream.
+pub const DAO_SIM_OP_EVENT_QUERY: dao_sim_op = 8;
+/// Synchronizing a stream or an event.
+pub const DAO_SIM_OP_SYNCHRONIZE: dao_sim_op = 9;
+/// A host function queued on a stream.
+pub const DAO_SIM_OP_HOST_FUNC: dao_sim_op = 10;
+/// A copy from host memory to the device.
+pub const DAO_SIM_OP_COPY_TO_DEVICE: dao_sim_op = 11;
+/// A copy from the device to host memory.
+pub const DAO_SIM_OP_COPY_TO_HOST: dao_sim_op = 12;
+/// A copy within device memory.
+pub const DAO_SIM_OP_COPY_ON_DEVICE: dao_sim_op = 13;
+/// Number of operations; not an operation.
+pub const DAO_SIM_OP_COUNT: dao_sim_op = 14;
+
+/// `dao_sim_cost`: What one SIM device accounted for one operation (size-tagged).
+#[repr(C)]
+#[derive(Debug, Copy, Clone, Default, PartialEq, Eq, Hash)]
+pub struct dao_sim_cost {
+    /// Set to sizeof(dao_sim_cost) before the call.
+    pub struct_size: usize,
+    /// Calls since the device's first use or last reset.
+    pub count: u64,
+    /// Bytes they concerned (mapped, allocated, copied).
+    pub bytes: u64,
+    /// Simulated driver time they took, in nanoseconds.
+    pub ns: u64,
+}
+
 // ---------------------------------------------------------------- recycle.h
 
 opaque!(
@@ -882,6 +929,16 @@ extern "C" {
     // sim.h
     /// Set the number and capacities of the simulated devices.
     pub fn dao_sim_configure(count: c_int, capacities: *const usize) -> dao_status;
+    /// Choose the cost profile of the simulated devices.
+    pub fn dao_sim_set_profile(profile: *const c_char) -> dao_status;
+    /// The cost profile in effect (fixes the SIM configuration, as a first use does).
+    pub fn dao_sim_get_profile(profile: *mut *const c_char) -> dao_status;
+    /// What a SIM device accounted for one operation.
+    pub fn dao_sim_get_cost(device: c_int, op: dao_sim_op, out: *mut dao_sim_cost) -> dao_status;
+    /// Zero the accounted costs of a SIM device.
+    pub fn dao_sim_reset_costs(device: c_int) -> dao_status;
+    /// The name of an operation ("alloc", "create", "copy_to_device", ...), or "unknown".
+    pub fn dao_sim_op_name(op: dao_sim_op) -> *const c_char;
 
     // recycle.h
     /// Create a pool of buffers of one element size and shape on a place.
