@@ -42,6 +42,18 @@ if(DAO_CUDA_ENABLED)
   add_test(NAME test_cuda_backend_fake COMMAND test_cuda_backend fake)
   set_tests_properties(test_cuda_backend_fake PROPERTIES ENVIRONMENT "${_dao_fake_cuda_env}")
 
+  # A SIM device with the h200 profile behaves as the card (the fake driver
+  # has the H200's 2 MiB granularity) under the same allocator and config.
+  add_executable(test_sim_vs_card ${CMAKE_CURRENT_LIST_DIR}/test_sim_vs_card.c)
+  target_include_directories(test_sim_vs_card PRIVATE ${CMOCKA_INCLUDE_DIR}
+                                                      ${CMAKE_CURRENT_LIST_DIR})
+  target_link_libraries(test_sim_vs_card PRIVATE dao ${CMOCKA_LIBRARY})
+  target_compile_options(test_sim_vs_card PRIVATE ${DAO_WARNING_FLAGS})
+  add_dependencies(test_sim_vs_card dao_fake_cuda)
+  add_test(NAME test_sim_vs_card COMMAND test_sim_vs_card)
+  set_tests_properties(test_sim_vs_card PROPERTIES LABELS "unit;cuda" ENVIRONMENT
+    "${_dao_fake_cuda};FAKE_CUDA_DEVICES=1;FAKE_CUDA_CAPACITY=268435456;DAO_SIM_DEVICES=256MiB;DAO_SIM_COSTS=h200")
+
   # The same tests without virtual memory, where the caching strategy falls
   # back to classic segments: a device that reports no support, and a driver
   # that lacks the entry points.

@@ -63,17 +63,17 @@ DAO_API dao_status dao_sim_configure(int count, const size_t *capacities);
 
 /** Driver calls whose simulated cost a SIM device accounts. */
 typedef enum dao_sim_op {
-  DAO_SIM_OP_ALLOC = 0,        /**< A segment allocation (cuMemAlloc). */
-  DAO_SIM_OP_FREE = 1,         /**< A segment free (cuMemFree). */
-  DAO_SIM_OP_CREATE = 2,       /**< A physical allocation of one granule (cuMemCreate). */
-  DAO_SIM_OP_MAP = 3,          /**< Mapping one physical allocation (cuMemMap). */
-  DAO_SIM_OP_SET_ACCESS = 4,   /**< Enabling access to a mapped range (cuMemSetAccess). */
-  DAO_SIM_OP_UNMAP = 5,        /**< Unmapping one physical allocation (cuMemUnmap). */
-  DAO_SIM_OP_RELEASE = 6,      /**< Releasing one physical allocation (cuMemRelease). */
-  DAO_SIM_OP_EVENT_RECORD = 7, /**< Recording an event on a stream. */
-  DAO_SIM_OP_EVENT_QUERY = 8,  /**< Querying an event or a stream. */
-  DAO_SIM_OP_SYNCHRONIZE = 9,  /**< Synchronizing a stream or an event. */
-  DAO_SIM_OP_HOST_FUNC = 10,   /**< A host function queued on a stream. */
+  DAO_SIM_OP_ALLOC = 0,           /**< A segment allocation (cuMemAlloc). */
+  DAO_SIM_OP_FREE = 1,            /**< A segment free (cuMemFree). */
+  DAO_SIM_OP_CREATE = 2,          /**< A physical allocation of one granule (cuMemCreate). */
+  DAO_SIM_OP_MAP = 3,             /**< Mapping one physical allocation (cuMemMap). */
+  DAO_SIM_OP_SET_ACCESS = 4,      /**< Enabling access to a mapped range (cuMemSetAccess). */
+  DAO_SIM_OP_UNMAP = 5,           /**< Unmapping one physical allocation (cuMemUnmap). */
+  DAO_SIM_OP_RELEASE = 6,         /**< Releasing one physical allocation (cuMemRelease). */
+  DAO_SIM_OP_EVENT_RECORD = 7,    /**< Recording an event on a stream. */
+  DAO_SIM_OP_EVENT_QUERY = 8,     /**< Querying an event or a stream. */
+  DAO_SIM_OP_SYNCHRONIZE = 9,     /**< Synchronizing a stream or an event. */
+  DAO_SIM_OP_HOST_FUNC = 10,      /**< A host function queued on a stream. */
   DAO_SIM_OP_COPY_TO_DEVICE = 11, /**< A copy from host memory to the device. */
   DAO_SIM_OP_COPY_TO_HOST = 12,   /**< A copy from the device to host memory. */
   DAO_SIM_OP_COPY_ON_DEVICE = 13, /**< A copy within device memory. */

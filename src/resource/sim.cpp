@@ -118,9 +118,7 @@ class sim_device final : public system_resource {
     return memory_info{capacity_ - used, capacity_};
   }
   bool host_accessible() const noexcept override { return true; }
-  std::unique_ptr<stream_impl> create_stream() override {
-    return make_sim_stream(place(), meter_);
-  }
+  std::unique_ptr<stream_impl> create_stream() override { return make_sim_stream(place(), meter_); }
   std::unique_ptr<event_impl> create_event() override { return make_sim_event(meter_); }
   std::size_t capacity() const noexcept { return capacity_; }
   sim_cost_meter& meter() noexcept { return meter_; }
@@ -243,9 +241,7 @@ class sim_backend_impl final : public backend {
     return *profile_;
   }
 
-  sim_device& device(int index) {
-    return static_cast<sim_device&>(resource(index));
-  }
+  sim_device& device(int index) { return static_cast<sim_device&>(resource(index)); }
 
   void configure(const std::vector<std::size_t>& capacities) {
     if (capacities.size() > DAO_SIM_MAX_DEVICES) {
@@ -294,7 +290,8 @@ class sim_backend_impl final : public backend {
       profile = &find_sim_profile(env != nullptr && *env != '\0' ? env : "none", "DAO_SIM_COSTS");
     }
     for (std::size_t i = 0; i < capacities.size(); ++i)
-      devices_.push_back(std::make_unique<sim_device>(static_cast<int>(i), capacities[i], *profile));
+      devices_.push_back(
+          std::make_unique<sim_device>(static_cast<int>(i), capacities[i], *profile));
     profile_ = profile;
     frozen_ = true;
   }

@@ -33,8 +33,15 @@ constexpr sim_profile kH200 = {
 };
 
 constexpr sim_profile kNone = {
-    "none", "no costs: host pages, calls counted only", 0, false,
-    {}, {}, {}, {}, {}, {}, {}, 0, 0, 0, 0, 0, 0, 0,
+    "none", "no costs: host pages, calls counted only",
+    0,      false,
+    {},     {},
+    {},     {},
+    {},     {},
+    {},     0,
+    0,      0,
+    0,      0,
+    0,      0,
 };
 
 constexpr const sim_profile* kProfiles[] = {&kNone, &kH200};
@@ -146,7 +153,7 @@ void sim_cost_meter::on_copy(void* dst, const void* src, std::size_t bytes) noex
                                           : DAO_SIM_OP_COPY_TO_HOST;
   const double gbs = direction == DAO_SIM_OP_COPY_TO_DEVICE ? profile_.to_device_gbs
                      : direction == DAO_SIM_OP_COPY_TO_HOST ? profile_.to_host_gbs
-                                                             : profile_.on_device_gbs;
+                                                            : profile_.on_device_gbs;
   // bytes / (GB/s) = ns.
   const std::uint64_t ns =
       gbs > 0 ? static_cast<std::uint64_t>(static_cast<double>(bytes) / gbs + 0.5) : 0;
@@ -172,9 +179,9 @@ void sim_cost_meter::reset() noexcept {
 
 const char* sim_op_name(int op) noexcept {
   static const char* const names[DAO_SIM_OP_COUNT] = {
-      "alloc",       "free",        "create",          "map",          "set_access",
-      "unmap",       "release",     "event_record",    "event_query",  "synchronize",
-      "host_func",   "copy_to_device", "copy_to_host", "copy_on_device"};
+      "alloc",     "free",           "create",       "map",           "set_access",
+      "unmap",     "release",        "event_record", "event_query",   "synchronize",
+      "host_func", "copy_to_device", "copy_to_host", "copy_on_device"};
   return op >= 0 && op < DAO_SIM_OP_COUNT ? names[op] : "unknown";
 }
 

@@ -50,7 +50,8 @@ struct event_state {
 
 class sim_event final : public event_impl {
  public:
-  explicit sim_event(sim_cost_meter& meter) : state_(std::make_shared<event_state>()), meter_(meter) {}
+  explicit sim_event(sim_cost_meter& meter)
+      : state_(std::make_shared<event_state>()), meter_(meter) {}
 
   bool query() override {
     meter_.on_query();
