@@ -25,14 +25,6 @@ static size_t random_size(void) {
   return ((size_t)1 << shift) + (size_t)(next_random() % ((size_t)1 << shift));
 }
 
-static dao_allocator_stats stats_of(dao_allocator *a) {
-  dao_allocator_stats s;
-  memset(&s, 0, sizeof s);
-  s.struct_size = sizeof s;
-  assert_ok(dao_allocator_get_stats(a, &s));
-  return s;
-}
-
 static void same_capacity(void **state) {
   size_t card_free = 0, card_total = 0, sim_free = 0, sim_total = 0;
   (void)state;
@@ -63,8 +55,8 @@ static void same_reserved_memory_step_by_step(void **state) {
       assert_ok(dao_allocator_alloc(card, n, NULL, &on_card[slot]));
       assert_ok(dao_allocator_alloc(sim, n, NULL, &on_sim[slot]));
     }
-    c = stats_of(card);
-    s = stats_of(sim);
+    c = dao_test_stats(card);
+    s = dao_test_stats(sim);
     if (c.reserved_bytes != s.reserved_bytes) {
       print_error("step %d: reserved %llu on the card, %llu on SIM\n", step,
                   (unsigned long long)c.reserved_bytes, (unsigned long long)s.reserved_bytes);
@@ -72,8 +64,8 @@ static void same_reserved_memory_step_by_step(void **state) {
     }
     assert_int_equal(c.allocated_bytes, s.allocated_bytes);
   }
-  c = stats_of(card);
-  s = stats_of(sim);
+  c = dao_test_stats(card);
+  s = dao_test_stats(sim);
   assert_int_equal(c.peak_reserved_bytes, s.peak_reserved_bytes);
   assert_int_equal(c.system_alloc_count, s.system_alloc_count);
   assert_int_equal(c.largest_free_block, s.largest_free_block);
