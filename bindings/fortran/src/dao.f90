@@ -1,7 +1,7 @@
 !> libdao for Fortran: `use dao`.
 !>
 !> Two layers in one module:
-!> - the C API (module dao_c, re-exported here): the 106 functions under their
+!> - the C API (module dao_c, re-exported here): the 111 functions under their
 !>   C names, bind(C) structs, DAO_* constants;
 !> - the Fortran layer below: handle types with type-bound procedures
 !>   (dao_allocator, dao_stream, dao_event, dao_snapshot, dao_recycle_pool,
@@ -566,6 +566,71 @@ contains
     caps = int(capacities, c_size_t)
     call finish(dao_sim_configure(int(size(caps), c_int), caps), status)
   end subroutine dao_configure_sim
+
+  !> Choose the cost profile of the simulated devices: "none" (host pages,
+  !> no costs) or "h200" (the granularity and driver times of an H200).
+  !> Call before the first use of a SIM place, like dao_configure_sim; it
+  !> overrides DAO_SIM_COSTS. DAO_ERR_INVALID_ARGUMENT for an unknown
+  !> profile, DAO_ERR_INVALID_STATE when SIM devices are already in use with
+  !> another one (the profile in effect is accepted and changes nothing).
+  subroutine dao_set_sim_profile(profile, status)
+    character(len=*), intent(in) :: profile
+    integer(c_int), intent(out), optional :: status
+    call finish(dao_sim_set_profile(c_string(profile)), status)
+  end subroutine dao_set_sim_profile
+
+  !> The cost profile in effect ("none", "h200"); "" on failure (a malformed
+  !> DAO_SIM_COSTS or DAO_SIM_DEVICES). Fixes the SIM configuration, as a
+  !> first use does.
+  subroutine dao_get_sim_profile(profile, status)
+    character(len=:), allocatable, intent(out) :: profile
+    integer(c_int), intent(out), optional :: status
+    type(c_ptr) :: p
+    integer(c_int) :: st
+    p = c_null_ptr
+    st = dao_sim_get_profile(p)
+    if (st /= DAO_OK) p = c_null_ptr
+    call to_string(p, profile)
+    call finish(st, status)
+  end subroutine dao_get_sim_profile
+
+  !> What SIM device `device` accounted for operation `op` (DAO_SIM_OP_ALLOC
+  !> ... DAO_SIM_OP_COPY_ON_DEVICE) since its first use or last reset: the
+  !> number of calls, the bytes they concerned and the simulated driver time
+  !> in nanoseconds (cost%count, cost%bytes, cost%ns; ns stays 0 with the
+  !> profile "none"). cost%struct_size is set for you. DAO_ERR_NO_DEVICE for
+  !> a missing device, DAO_ERR_INVALID_ARGUMENT for an unknown operation; the
+  !> three values are 0 then.
+  subroutine dao_get_sim_cost(device, op, cost, status)
+    integer(c_int), intent(in) :: device, op
+    type(dao_sim_cost), intent(out) :: cost
+    integer(c_int), intent(out), optional :: status
+    integer(c_int) :: st
+    cost%struct_size = c_sizeof(cost)
+    st = dao_sim_get_cost(device, op, cost)
+    if (st /= DAO_OK) then
+      cost%count = 0
+      cost%bytes = 0
+      cost%ns = 0
+    end if
+    call finish(st, status)
+  end subroutine dao_get_sim_cost
+
+  !> Zero what SIM device `device` accounted, for every operation.
+  !> DAO_ERR_NO_DEVICE for a missing device.
+  subroutine dao_reset_sim_costs(device, status)
+    integer(c_int), intent(in) :: device
+    integer(c_int), intent(out), optional :: status
+    call finish(dao_sim_reset_costs(device), status)
+  end subroutine dao_reset_sim_costs
+
+  !> Name of a SIM operation ("alloc", "create", "copy_to_device", ...;
+  !> "unknown" for other values).
+  function dao_sim_operation_name(op) result(name)
+    integer(c_int), intent(in) :: op
+    character(len=:), allocatable :: name
+    call to_string(dao_sim_op_name(op), name)
+  end function dao_sim_operation_name
 
   ! ======================================================= arrays (generics)
 

@@ -1,6 +1,6 @@
 !> Version, status names, places of every kind (CPU and SIM here; CUDA kinds
 !> with or without devices), memory information, defaults, simulated device
-!> configuration, and the C layer used directly.
+!> configuration and cost accounting, and the C layer used directly.
 program test_places
   use, intrinsic :: iso_c_binding
   use, intrinsic :: iso_fortran_env, only: int64
@@ -14,6 +14,7 @@ program test_places
   call cuda_kinds()
   call defaults()
   call simulated_devices()
+  call sim_costs()
   call c_layer()
   call test_done('test_places')
 
@@ -191,6 +192,102 @@ contains
     call check_failed_cleanly(st, DAO_ERR_INVALID_ARGUMENT, 'a negative capacity')
     call check(dao_device_count(DAO_PLACE_KIND_SIM) == 2, 'still two SIM devices')
   end subroutine simulated_devices
+
+  ! Cost profiles and accounting. The SIM devices are in use, with the
+  ! profile of DAO_SIM_COSTS: "none" (unset; test fortran_places) counts
+  ! calls and charges no time, "h200" (test fortran_places_h200) charges
+  ! an H200's driver time too.
+  subroutine sim_costs()
+    character(len=:), allocatable :: profile
+    character(len=16) :: expected, other
+    type(dao_sim_cost) :: cost
+    type(dao_allocator) :: alloc
+    type(c_ptr) :: p
+    integer(c_int) :: st, op
+    integer :: length, env_status
+    call get_environment_variable('DAO_SIM_COSTS', expected, length, env_status)
+    if (env_status /= 0 .or. length == 0) expected = 'none'
+    other = merge('h200', 'none', trim(expected) == 'none')
+    call dao_get_sim_profile(profile, st)
+    call check_ok(st, 'get the SIM profile')
+    call check(profile == trim(expected), 'the profile is that of DAO_SIM_COSTS')
+    call dao_set_sim_profile(expected, st)
+    call check_ok(st, 'set the profile in effect again')
+    call dao_set_sim_profile(other, st)
+    call check_failed_cleanly(st, DAO_ERR_INVALID_STATE, 'another profile after first use')
+    call dao_set_sim_profile('tpu7', st)
+    call check_failed_cleanly(st, DAO_ERR_INVALID_ARGUMENT, 'an unknown profile')
+    call check(index(dao_last_message(), 'tpu7') > 0, 'the message names the profile')
+    call check(index(dao_last_message(), 'h200') > 0, 'the message lists the profiles')
+    call dao_set_sim_profile('', st)
+    call check_failed_cleanly(st, DAO_ERR_INVALID_ARGUMENT, 'an empty profile')
+    call dao_set_sim_profile(other)
+    call check_status(dao_last_status(), DAO_ERR_INVALID_STATE, 'no status argument: recorded')
+    call dao_get_sim_profile(profile)
+    call check_ok(dao_last_status(), 'get the profile without a status argument')
+    call check(profile == trim(expected), 'profile unchanged')
+
+    call check(dao_sim_operation_name(DAO_SIM_OP_ALLOC) == 'alloc', 'op name alloc')
+    call check(dao_sim_operation_name(DAO_SIM_OP_COPY_TO_DEVICE) == 'copy_to_device', &
+               'op name copy_to_device')
+    call check(dao_sim_operation_name(DAO_SIM_OP_COUNT) == 'unknown', 'op name past the list')
+    call check(dao_sim_operation_name(-1_c_int) == 'unknown', 'op name of -1')
+
+    call dao_reset_sim_costs(0, st)
+    call check_ok(st, 'reset the costs of SIM 0')
+    do op = 0, DAO_SIM_OP_COUNT - 1
+      call dao_get_sim_cost(0, op, cost, st)
+      call check_ok(st, 'cost of ' // dao_sim_operation_name(op))
+      call check(cost%count == 0 .and. cost%bytes == 0 .and. cost%ns == 0, &
+                 'zero after a reset: ' // dao_sim_operation_name(op))
+    end do
+    ! A system allocator takes every block from the device: one segment
+    ! allocation of the block's bytes, one free.
+    call alloc%create(dao_place_sim(0), 'system', status=st)
+    call check_ok(st, 'system allocator on SIM 0')
+    call alloc%alloc(p, 1048576_int64, status=st)
+    call check_ok(st, 'alloc 1 MiB')
+    call dao_get_sim_cost(0, DAO_SIM_OP_ALLOC, cost, st)
+    call check_ok(st, 'cost of alloc')
+    call check(cost%struct_size == c_sizeof(cost), 'struct_size set for the caller')
+    call check(cost%count == 1, 'one segment allocation counted')
+    call check(cost%bytes >= 1048576, 'its bytes counted')
+    if (profile == 'none') then
+      call check(cost%ns == 0, 'profile "none": no simulated time')
+    else
+      call check(cost%ns > 0, 'profile "h200": simulated time of cuMemAlloc')
+    end if
+    call alloc%free(p, st)
+    call check_ok(st, 'free the block')
+    call dao_get_sim_cost(0, DAO_SIM_OP_FREE, cost, st)
+    call check_ok(st, 'cost of free')
+    call check(cost%count == 1, 'one free counted')
+    call check((cost%ns == 0) .eqv. (profile == 'none'), 'simulated time of free: profile')
+    call alloc%destroy(st)
+    call check_ok(st, 'destroy the allocator')
+    call dao_get_sim_cost(1, DAO_SIM_OP_ALLOC, cost, st)
+    call check_ok(st, 'cost on SIM 1')
+    call dao_reset_sim_costs(0)
+    call check_ok(dao_last_status(), 'reset without a status argument')
+    call dao_get_sim_cost(0, DAO_SIM_OP_ALLOC, cost)
+    call check(cost%count == 0 .and. cost%bytes == 0, 'zero again after the reset')
+
+    call dao_get_sim_cost(2, DAO_SIM_OP_ALLOC, cost, st)
+    call check_failed_cleanly(st, DAO_ERR_NO_DEVICE, 'cost of SIM 2 (there are 2)')
+    call dao_get_sim_cost(-1, DAO_SIM_OP_ALLOC, cost, st)
+    call check_failed_cleanly(st, DAO_ERR_NO_DEVICE, 'cost of SIM -1')
+    call dao_get_sim_cost(0, DAO_SIM_OP_COUNT, cost, st)
+    call check_failed_cleanly(st, DAO_ERR_INVALID_ARGUMENT, 'cost of an unknown operation')
+    call check(cost%count == 0 .and. cost%bytes == 0 .and. cost%ns == 0, 'zero on failure')
+    call dao_get_sim_cost(0, 99_c_int, cost, st)
+    call check_failed_cleanly(st, DAO_ERR_INVALID_ARGUMENT, 'cost of operation 99')
+    call dao_reset_sim_costs(7, st)
+    call check_failed_cleanly(st, DAO_ERR_NO_DEVICE, 'reset the costs of SIM 7')
+    ! The C layer: struct_size is the caller's to set.
+    cost = dao_sim_cost()
+    call check_status(dao_sim_get_cost(0, DAO_SIM_OP_ALLOC, cost), DAO_ERR_INVALID_ARGUMENT, &
+                      'C layer: struct_size 0')
+  end subroutine sim_costs
 
   ! The bare C layer: functions under their C names, statuses as results.
   subroutine c_layer()

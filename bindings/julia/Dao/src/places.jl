@@ -1,4 +1,4 @@
-# Places, the library version, and the simulated devices.
+# Places, the library version, and the simulated devices and their costs.
 
 """
     version() -> VersionNumber
@@ -136,6 +136,81 @@ function sim_configure!(count::Integer)
     check(dao_sim_configure(count, C_NULL))
     return nothing
 end
+
+"""
+    sim_profile!(name)
+
+Choose the cost profile of the simulated devices before the first use of a
+SIM place (`dao_sim_set_profile`): `"none"` (the default: host pages, calls
+counted, no time) or `"h200"` (an NVIDIA H200: its granularity, and the time
+its driver takes for each call, accounted as simulated time, never slept).
+Overrides `DAO_SIM_COSTS`. Choosing the profile in effect again succeeds;
+another one after first use throws `DaoError(DAO_ERR_INVALID_STATE)`, an
+unknown one `DaoError(DAO_ERR_INVALID_ARGUMENT)` (the message lists the
+profiles).
+"""
+function sim_profile!(name::AbstractString)
+    check(dao_sim_set_profile(_cstr(name)))
+    return nothing
+end
+
+"""
+    sim_profile() -> String
+
+The cost profile in effect, `"none"` or `"h200"` (`dao_sim_get_profile`).
+Fixes the SIM configuration, as a first use does.
+"""
+function sim_profile()
+    name = Ref{Ptr{UInt8}}(C_NULL)
+    check(dao_sim_get_profile(name))
+    return unsafe_string(name[])
+end
+
+# The operations a SIM device accounts, by the names of `dao_sim_op_name`.
+const _SIM_OPS = Dict(
+    :alloc => DAO_SIM_OP_ALLOC, :free => DAO_SIM_OP_FREE, :create => DAO_SIM_OP_CREATE,
+    :map => DAO_SIM_OP_MAP, :set_access => DAO_SIM_OP_SET_ACCESS, :unmap => DAO_SIM_OP_UNMAP,
+    :release => DAO_SIM_OP_RELEASE, :event_record => DAO_SIM_OP_EVENT_RECORD,
+    :event_query => DAO_SIM_OP_EVENT_QUERY, :synchronize => DAO_SIM_OP_SYNCHRONIZE,
+    :host_func => DAO_SIM_OP_HOST_FUNC, :copy_to_device => DAO_SIM_OP_COPY_TO_DEVICE,
+    :copy_to_host => DAO_SIM_OP_COPY_TO_HOST, :copy_on_device => DAO_SIM_OP_COPY_ON_DEVICE)
+_sim_op(op::Integer) = _cint(op)  # _cint: whole.jl
+_sim_op(op::Symbol) = get(() -> throw(ArgumentError("unknown SIM operation :$op")), _SIM_OPS, op)
+
+"""
+    sim_cost(device, op) -> SimCost
+
+What simulated device `device` accounted for operation `op` since its first
+use or last [`sim_reset_costs!`](@ref) (`dao_sim_get_cost`): fields `count`
+(calls), `bytes` (bytes they concerned) and `ns` (simulated driver time; 0
+with the profile `"none"`). `op` is a symbol (`:alloc`, `:free`, `:create`,
+`:map`, `:set_access`, `:unmap`, `:release`, `:event_record`,
+`:event_query`, `:synchronize`, `:host_func`, `:copy_to_device`,
+`:copy_to_host`, `:copy_on_device`) or a `DAO_SIM_OP_*` number. Throws
+`DaoError(DAO_ERR_NO_DEVICE)` for a missing SIM device,
+`DaoError(DAO_ERR_INVALID_ARGUMENT)` for an operation number the library
+does not know, and `ArgumentError` for an unknown symbol.
+"""
+function sim_cost(device::Integer, op::Union{Integer,Symbol})
+    r = _sized(SimCost)
+    check(dao_sim_get_cost(device, _sim_op(op), r))
+    return r[]
+end
+
+"""
+    sim_reset_costs!(device)
+
+Zero what simulated device `device` accounted, for every operation
+(`dao_sim_reset_costs`). Throws `DaoError(DAO_ERR_NO_DEVICE)` for a missing
+SIM device.
+"""
+function sim_reset_costs!(device::Integer)
+    check(dao_sim_reset_costs(device))
+    return nothing
+end
+
+"""    Dao.sim_op_name(op) -> String  — `"alloc"`, `"copy_to_device"`, ... or `"unknown"` (`dao_sim_op_name`)."""
+sim_op_name(op::Union{Integer,Symbol}) = unsafe_string(dao_sim_op_name(_sim_op(op)))
 
 # Strings handed to C: no NUL inside; `nothing` becomes NULL.
 function _cstr(s::AbstractString)

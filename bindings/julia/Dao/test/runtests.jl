@@ -104,6 +104,59 @@ end
     expect_dao(() -> sim_configure!(3), DAO_ERR_INVALID_STATE)
     expect_dao(() -> sim_configure!(-1), DAO_ERR_INVALID_ARGUMENT)
 
+    @testset "SIM cost profile and accounting" begin
+        # In use with the default profile "none": calls counted, no time.
+        @test sim_profile() == "none"
+        sim_profile!("none")  # the profile in effect: accepted
+        expect_dao(() -> sim_profile!("h200"), Dao.DAO_ERR_INVALID_STATE)
+        e = expect_dao(() -> sim_profile!("tpu7"), DAO_ERR_INVALID_ARGUMENT)
+        @test occursin("tpu7", e.message) && occursin("h200", e.message)
+        expect_dao(() -> sim_profile!(""), DAO_ERR_INVALID_ARGUMENT)
+        @test_throws ArgumentError sim_profile!("no\0ne")
+        @test sim_profile() == "none"
+        @test Dao.sim_op_name(:alloc) == "alloc"
+        @test Dao.sim_op_name(Dao.DAO_SIM_OP_COPY_TO_DEVICE) == "copy_to_device"
+        @test Dao.sim_op_name(Dao.DAO_SIM_OP_COUNT) == "unknown"
+        for (name, op) in Dao._SIM_OPS
+            @test Dao.sim_op_name(op) == String(name)
+        end
+        @test length(Dao._SIM_OPS) == Dao.DAO_SIM_OP_COUNT
+
+        sim_reset_costs!(0)
+        for op in 0:(Dao.DAO_SIM_OP_COUNT - 1)
+            c = sim_cost(0, op)
+            @test c isa Dao.SimCost
+            @test (c.count, c.bytes, c.ns) == (0, 0, 0)
+        end
+        # A system allocator takes every block from the device: one segment
+        # allocation of the block's bytes, then one free.
+        a = Allocator(sim(0); strategy = "system")
+        m = alloc(a, MiB)
+        c = sim_cost(0, :alloc)
+        @test c.count == 1 && c.bytes >= MiB
+        @test c.ns == 0  # profile "none"
+        @test c.struct_size == sizeof(Dao.SimCost)
+        @test occursin("count", sprint(show, MIME"text/plain"(), c))
+        free(m)
+        f = sim_cost(0, Dao.DAO_SIM_OP_FREE)
+        @test f.count == 1 && f.ns == 0
+        destroy!(a)
+        sim_cost(1, :alloc)
+        sim_reset_costs!(0)
+        @test sim_cost(0, :alloc).count == 0
+
+        # Bad input: missing devices, unknown operations.
+        for d in (2, -1, 64)
+            expect_dao(() -> sim_cost(d, :alloc), DAO_ERR_NO_DEVICE)
+            expect_dao(() -> sim_reset_costs!(d), DAO_ERR_NO_DEVICE)
+        end
+        e = expect_dao(() -> sim_cost(0, Dao.DAO_SIM_OP_COUNT), DAO_ERR_INVALID_ARGUMENT)
+        @test occursin("operation", e.message)
+        expect_dao(() -> sim_cost(0, -1), DAO_ERR_INVALID_ARGUMENT)
+        @test_throws ArgumentError sim_cost(0, :teleport)
+        @test_throws ArgumentError sim_cost(0, typemax(Int))
+    end
+
     @testset "CUDA" begin
         n = device_count(DAO_PLACE_CUDA)
         @test n >= 0

@@ -440,8 +440,8 @@ fn every_exported_function_is_declared() {
     let rust: BTreeSet<String> = rust_functions().into_iter().map(|f| f.name).collect();
     assert_eq!(
         c.len(),
-        106,
-        "the headers of this version declare 106 functions (82, and 24 of whole.h)"
+        111,
+        "the headers of this version declare 111 functions (87, and 24 of whole.h)"
     );
     let missing: Vec<_> = c.difference(&rust).collect();
     let extra: Vec<_> = rust.difference(&c).collect();
@@ -480,6 +480,11 @@ fn every_function_links() {
         dao_place_allocator,
         dao_place_default_config,
         dao_sim_configure,
+        dao_sim_set_profile,
+        dao_sim_get_profile,
+        dao_sim_get_cost,
+        dao_sim_reset_costs,
+        dao_sim_op_name,
         dao_stream_create,
         dao_stream_wrap,
         dao_stream_native,
@@ -672,6 +677,21 @@ fn constants_match_the_headers() {
         DAO_BLOCK_ALLOCATED,
         DAO_BLOCK_PENDING_FREE,
         DAO_SIM_MAX_DEVICES,
+        DAO_SIM_OP_ALLOC,
+        DAO_SIM_OP_FREE,
+        DAO_SIM_OP_CREATE,
+        DAO_SIM_OP_MAP,
+        DAO_SIM_OP_SET_ACCESS,
+        DAO_SIM_OP_UNMAP,
+        DAO_SIM_OP_RELEASE,
+        DAO_SIM_OP_EVENT_RECORD,
+        DAO_SIM_OP_EVENT_QUERY,
+        DAO_SIM_OP_SYNCHRONIZE,
+        DAO_SIM_OP_HOST_FUNC,
+        DAO_SIM_OP_COPY_TO_DEVICE,
+        DAO_SIM_OP_COPY_TO_HOST,
+        DAO_SIM_OP_COPY_ON_DEVICE,
+        DAO_SIM_OP_COUNT,
         DAO_RECYCLE_MAX_DIMS,
         DAO_TENSOR_UNINITIALIZED,
         DAO_TENSOR_ON_DEVICE,
@@ -793,6 +813,12 @@ fn rust_layouts() -> Vec<Layout> {
             requested_size,
             state,
             stream
+        },
+        dao_sim_cost {
+            struct_size,
+            count,
+            bytes,
+            ns
         },
         dao_recycle_stats {
             struct_size,

@@ -12,7 +12,7 @@
 //! | version | [`version`], [`version_number`], [`HEADER_VERSION_NUMBER`] |
 //! | places | [`Place`], [`PlaceKind`] |
 //! | memory (`dao_alloc`) | [`Place::alloc`], [`Place::buffer_zeroed`], [`Allocation`], [`Buffer`] |
-//! | simulated devices | [`sim::configure`] |
+//! | simulated devices | [`sim::configure`], [`sim::set_profile`], [`sim::cost`], [`SimOp`], [`SimCost`] |
 //! | streams and events | [`Stream`], [`StreamScope`], [`Event`], [`memcpy_async`] |
 //! | allocators | [`Allocator`], [`AllocatorStats`], [`Stat`], [`Snapshot`] |
 //! | recycle pools | [`RecyclePool`], [`RecycleBuffer`], [`SharedBuffer`], [`Collection`] |
@@ -130,6 +130,7 @@ pub use error::{Error, Result, Status};
 pub use memory::{Allocation, Buffer, Memory, MemoryMut, Pod};
 pub use place::{DefaultConfig, MemoryInfo, Place, PlaceKind};
 pub use recycle::{Collection, PoolRef, RecycleBuffer, RecyclePool, RecycleStats, SharedBuffer};
+pub use sim::{SimCost, SimOp};
 pub use stream::{memcpy_async, Event, Stream, StreamScope};
 pub use tiered::{AccessInfo, Kernel, Tensor, TensorState, TieredPool, TieredStats};
 pub use whole::{

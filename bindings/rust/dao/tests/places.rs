@@ -153,6 +153,78 @@ fn simulated_devices_have_their_capacity() {
 }
 
 #[test]
+fn simulated_devices_count_their_costs() {
+    use dao::sim::{self, SimCost, SimOp};
+    let _g = init();
+    // The tests run with the default profile, "none": calls are counted,
+    // no time is charged. Once the devices are in use it is fixed.
+    assert_eq!(sim::profile().unwrap(), "none");
+    sim::set_profile("none").unwrap();
+    let err = sim::set_profile("h200").unwrap_err();
+    assert_eq!(err.status(), Status::InvalidState);
+    assert!(!err.message().is_empty());
+    let err = sim::set_profile("tpu7").unwrap_err();
+    assert_eq!(err.status(), Status::InvalidArgument);
+    assert!(err.message().contains("tpu7"), "{err}");
+    assert!(err.message().contains("h200"), "lists the profiles: {err}");
+    assert_eq!(
+        sim::set_profile("").unwrap_err().status(),
+        Status::InvalidArgument
+    );
+    assert_eq!(
+        sim::set_profile("no\0ne").unwrap_err().status(),
+        Status::InvalidArgument
+    );
+    assert_eq!(sim::profile().unwrap(), "none");
+
+    assert_eq!(SimOp::ALL.len(), dao::ffi::DAO_SIM_OP_COUNT as usize);
+    for (i, op) in SimOp::ALL.iter().enumerate() {
+        assert_eq!(op.to_raw(), i as i32);
+        assert_eq!(SimOp::from_raw(i as i32), *op);
+        assert_ne!(op.name(), "unknown");
+    }
+    assert_eq!(SimOp::Alloc.name(), "alloc");
+    assert_eq!(SimOp::CopyToDevice.to_string(), "copy_to_device");
+    assert_eq!(SimOp::from_raw(14), SimOp::Unknown(14));
+    assert_eq!(SimOp::Unknown(14).name(), "unknown");
+
+    sim::reset_costs(0).unwrap();
+    for op in SimOp::ALL {
+        assert_eq!(sim::cost(0, op).unwrap(), SimCost::default(), "{op}");
+    }
+    // A system allocator takes every block from the device: one segment
+    // allocation of the block's bytes, then one free.
+    let system = dao::Allocator::new(Place::sim(0), Some("system"), "").unwrap();
+    let block = system.alloc(MIB, None).unwrap();
+    let alloc = sim::cost(0, SimOp::Alloc).unwrap();
+    assert_eq!(alloc.count, 1);
+    assert!(alloc.bytes >= MIB as u64, "{alloc:?}");
+    assert_eq!(alloc.ns, 0, "profile none charges no time");
+    drop(block);
+    let free = sim::cost(0, SimOp::Free).unwrap();
+    assert_eq!((free.count, free.ns), (1, 0));
+    sim::cost(1, SimOp::Alloc).unwrap();
+    sim::reset_costs(0).unwrap();
+    assert_eq!(sim::cost(0, SimOp::Alloc).unwrap(), SimCost::default());
+
+    // Bad input: a missing device, an operation the library does not know.
+    for device in [2, -1, 64] {
+        let err = sim::cost(device, SimOp::Alloc).unwrap_err();
+        assert_eq!(err.status(), Status::NoDevice, "{err}");
+        assert!(!err.message().is_empty());
+        assert_eq!(
+            sim::reset_costs(device).unwrap_err().status(),
+            Status::NoDevice
+        );
+    }
+    for op in [SimOp::Unknown(14), SimOp::Unknown(-1)] {
+        let err = sim::cost(0, op).unwrap_err();
+        assert_eq!(err.status(), Status::InvalidArgument, "{err}");
+        assert!(err.message().contains("operation"), "{err}");
+    }
+}
+
+#[test]
 fn cpu_memory_info_is_the_machine() {
     let _g = init();
     let info = Place::cpu().memory_info().unwrap();
