@@ -109,7 +109,7 @@ static void stream_calls(void **state) {
   assert_ok(dao_event_create(dao_place_sim(0), &e));
   assert_ok(dao_sim_reset_costs(0));
 
-  assert_ok(dao_memcpy_async(d1, host, 8100000, s)); /* 8.1 GB/s: 1 ms */
+  assert_ok(dao_memcpy_async(d1, host, 8100000, s));  /* 8.1 GB/s: 1 ms */
   assert_ok(dao_memcpy_async(host, d1, 11900000, s)); /* 11.9 GB/s: 1 ms */
   assert_ok(dao_memcpy_async(d2, d1, 4096, s));       /* not charged */
   assert_ok(dao_launch_host_func(s, count_host_fn, &ran));
@@ -221,8 +221,10 @@ static int run_malformed(void) {
 
 int main(int argc, char **argv) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(segment_alloc_and_free), cmocka_unit_test(expandable_mapping),
-      cmocka_unit_test(stream_calls),           cmocka_unit_test(profile_rules),
+      cmocka_unit_test(segment_alloc_and_free),
+      cmocka_unit_test(expandable_mapping),
+      cmocka_unit_test(stream_calls),
+      cmocka_unit_test(profile_rules),
       cmocka_unit_test(bad_input),
   };
   if (argc > 1) g_mode = argv[1];
