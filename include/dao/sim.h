@@ -148,8 +148,11 @@ DAO_API dao_status dao_sim_get_cost(int device, dao_sim_op op, dao_sim_cost *out
 DAO_API dao_status dao_sim_reset_costs(int device);
 
 /**
- * @brief The name of an operation ("alloc", "create", "copy_to_device", ...),
- *        or "unknown".
+ * @brief The name of an operation ("alloc", "create", "copy_to_device", ...).
+ *
+ * @param[in] op The operation; any value.
+ * @return A static string, never NULL: the name, or "unknown" for a value
+ *         that is not an operation.
  * @par Thread safety
  * Safe to call from any thread.
  */

@@ -387,6 +387,78 @@ ROW(sim_configure_in_use, "dao_sim_configure",
   BAD(dao_sim_configure(3, NULL));
 })
 
+ROW(sim_set_profile_null, "dao_sim_set_profile", "NULL profile", DAO_ERR_INVALID_ARGUMENT,
+    "profile", { BAD(dao_sim_set_profile(NULL)); })
+
+ROW(sim_set_profile_unknown, "dao_sim_set_profile", "an unknown profile ('', 'gtx480')",
+    DAO_ERR_INVALID_ARGUMENT, "h200", {
+  BAD(dao_sim_set_profile(""));
+  BAD(dao_sim_set_profile("gtx480"));
+})
+
+ROW(sim_set_profile_in_use, "dao_sim_set_profile", "another profile after first use",
+    DAO_ERR_INVALID_STATE, "in use", {
+  const char *now = NULL;
+  if (dao_sim_get_profile(&now) != DAO_OK) note("dao_sim_get_profile failed");
+  BAD(dao_sim_set_profile(now != NULL && strcmp(now, "h200") == 0 ? "none" : "h200"));
+})
+
+ROW(sim_get_profile_null, "dao_sim_get_profile", "NULL out-param profile",
+    DAO_ERR_INVALID_ARGUMENT, "profile", { BAD(dao_sim_get_profile(NULL)); })
+
+ROW(sim_get_cost_null, "dao_sim_get_cost", "NULL out-param out", DAO_ERR_INVALID_ARGUMENT, "out",
+    { BAD(dao_sim_get_cost(0, DAO_SIM_OP_ALLOC, NULL)); })
+
+ROW(sim_get_cost_op, "dao_sim_get_cost", "unknown operation (-1, COUNT, 1000)",
+    DAO_ERR_INVALID_ARGUMENT, "operation", {
+  dao_sim_cost c;
+  memset(&c, 0, sizeof c);
+  c.struct_size = sizeof c;
+  BAD(dao_sim_get_cost(0, (dao_sim_op)-1, &c));
+  BAD(dao_sim_get_cost(0, DAO_SIM_OP_COUNT, &c));
+  BAD(dao_sim_get_cost(0, (dao_sim_op)1000, &c));
+})
+
+ROW(sim_get_cost_size, "dao_sim_get_cost", "struct_size 0 and one short",
+    DAO_ERR_INVALID_ARGUMENT, "struct_size", {
+  dao_sim_cost c;
+  memset(&c, 0, sizeof c);
+  BAD(dao_sim_get_cost(0, DAO_SIM_OP_ALLOC, &c));
+  c.struct_size = sizeof c - 1;
+  BAD(dao_sim_get_cost(0, DAO_SIM_OP_ALLOC, &c));
+})
+
+ROW(sim_get_cost_device, "dao_sim_get_cost", "a SIM device that does not exist (-1, 64)",
+    DAO_ERR_NO_DEVICE, "sim", {
+  dao_sim_cost c;
+  memset(&c, 0, sizeof c);
+  c.struct_size = sizeof c;
+  BAD(dao_sim_get_cost(-1, DAO_SIM_OP_ALLOC, &c));
+  BAD(dao_sim_get_cost(DAO_SIM_MAX_DEVICES, DAO_SIM_OP_ALLOC, &c));
+})
+
+ROW(sim_reset_costs_device, "dao_sim_reset_costs", "a SIM device that does not exist (-1, 64)",
+    DAO_ERR_NO_DEVICE, "sim", {
+  BAD(dao_sim_reset_costs(-1));
+  BAD(dao_sim_reset_costs(DAO_SIM_MAX_DEVICES));
+})
+
+ROW(sim_op_name_unknown, "dao_sim_op_name", "unknown operations (-1, COUNT, INT_MAX)", DAO_OK,
+    NULL, {
+  const int values[3] = {-1, DAO_SIM_OP_COUNT, INT_MAX};
+  int i;
+  for (i = 0; i < 3; ++i) {
+    const char *s = dao_sim_op_name((dao_sim_op)values[i]);
+    if (s == NULL || strcmp(s, "unknown") != 0)
+      note("dao_sim_op_name(%d) is '%s', expected 'unknown'", values[i], s ? s : "(NULL)");
+  }
+  for (i = 0; i < DAO_SIM_OP_COUNT; ++i) {
+    const char *s = dao_sim_op_name((dao_sim_op)i);
+    if (s == NULL || s[0] == '\0' || strcmp(s, "unknown") == 0)
+      note("dao_sim_op_name(%d) does not name the operation", i);
+  }
+})
+
 /* ========================================================================= */
 /* allocator.h: dao_allocator_create                                          */
 

@@ -843,7 +843,7 @@ module dao_c
       integer(c_int) :: r
     end function dao_sim_reset_costs
 
-    !> The name of an operation ("alloc", "create", "copy_to_device", ...), or "unknown".
+    !> The name of an operation ("alloc", "create", "copy_to_device", ...).
     function dao_sim_op_name(op) bind(C, name="dao_sim_op_name") result(r)
       import :: c_int, c_ptr
       integer(c_int), value :: op

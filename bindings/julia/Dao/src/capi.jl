@@ -574,7 +574,7 @@ dao_sim_get_cost(device, op, out) =
     @gcsafe ccall((:dao_sim_get_cost, libdao), Cint, (Cint, Cint, Ptr{SimCost}), device, op, out)
 # Zero the accounted costs of a SIM device.
 dao_sim_reset_costs(device) = @gcsafe ccall((:dao_sim_reset_costs, libdao), Cint, (Cint,), device)
-# The name of an operation ("alloc", "create", "copy_to_device", ...), or "unknown".
+# The name of an operation ("alloc", "create", "copy_to_device", ...).
 dao_sim_op_name(op) = ccall((:dao_sim_op_name, libdao), Ptr{UInt8}, (Cint,), op)
 
 # --- recycle.h ---

@@ -937,7 +937,7 @@ extern "C" {
     pub fn dao_sim_get_cost(device: c_int, op: dao_sim_op, out: *mut dao_sim_cost) -> dao_status;
     /// Zero the accounted costs of a SIM device.
     pub fn dao_sim_reset_costs(device: c_int) -> dao_status;
-    /// The name of an operation ("alloc", "create", "copy_to_device", ...), or "unknown".
+    /// The name of an operation ("alloc", "create", "copy_to_device", ...).
     pub fn dao_sim_op_name(op: dao_sim_op) -> *const c_char;
 
     // recycle.h
