@@ -21,7 +21,9 @@
  * `--probe FILE CAPACITY`, which exits 0 when the replay ran, 3 when it ran
  * out of memory, and 1 on any other failure (which ends the benchmark). The
  * probes of different traces run in parallel (--jobs). The parent process
- * never uses a SIM place.
+ * allocates nothing on a SIM place; it only asks for the cost profile.
+ * Each replay also reports the simulated driver time of its SIM device
+ * (DAO_SIM_COSTS) from the allocator's creation to its last event.
  *
  * Every replay checks the memory it is given: a byte pattern that depends on
  * the buffer and the offset is written at the start and the end of every
@@ -917,7 +919,7 @@ static void stop_children(job *running, int nrunning) {
 /* Output                                                                   */
 
 /* Is the strategy known to this libdao? Checked on the CPU place (creating
-   reserves nothing), so that this process never touches a SIM place. */
+   reserves nothing), so that this process never allocates on a SIM place. */
 static int strategy_missing(const char *strategy, char *why, size_t len) {
   dao_allocator *a = NULL;
   dao_status s = dao_allocator_create(dao_place_cpu(), strategy, NULL, &a);
