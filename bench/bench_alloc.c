@@ -429,12 +429,12 @@ typedef struct row {
   /* Rows timed in this process, one repetition per round. */
   int in_process;
   runner r;
-  dl_ctx dl;               /* context of a dlopen()ed allocator */
-  dao_place place;         /* context of dao_alloc() */
-  dao_allocator *stats_of; /* libdao: statistics are read here */
-  dao_allocator *owned;    /* libdao: destroyed at the end */
-  double *times;           /* ns/pair of each repetition */
-  int sim_device;          /* a SIM row: its device, else -1 */
+  dl_ctx dl;                                /* context of a dlopen()ed allocator */
+  dao_place place;                          /* context of dao_alloc() */
+  dao_allocator *stats_of;                  /* libdao: statistics are read here */
+  dao_allocator *owned;                     /* libdao: destroyed at the end */
+  double *times;                            /* ns/pair of each repetition */
+  int sim_device;                           /* a SIM row: its device, else -1 */
   dao_sim_cost sim_costs[DAO_SIM_OP_COUNT]; /* SIM row: of the timed steps, all reps */
   uint64_t sim_last_calls;                  /* SIM row: driver calls of the last rep's steps */
   /* Results. */
@@ -740,8 +740,7 @@ static void prepare_dao_default(row *out, uint64_t reps) {
 /* The simulated driver time of the SIM rows' timed steps: what the driver
    calls the SIM device stood in for would have taken on the card of the
    cost profile (accounted, never slept: not part of the timings above). */
-static void print_sim_costs(const row *rows, size_t nrows, const char *profile,
-                            const options *o) {
+static void print_sim_costs(const row *rows, size_t nrows, const char *profile, const options *o) {
   int any = 0;
   for (size_t i = 0; i < nrows; ++i) any |= rows[i].sim_device >= 0 && rows[i].state == ROW_OK;
   if (!any) return;
@@ -764,15 +763,14 @@ static void print_sim_costs(const row *rows, size_t nrows, const char *profile,
       ns += r->sim_costs[op].ns;
       calls += r->sim_costs[op].count;
       if (r->sim_costs[op].count != 0 && used < sizeof list) {
-        int n = snprintf(list + used, sizeof list - used, "%s%s %llu", used != 0 ? ", " : "",
-                         dao_sim_op_name((dao_sim_op)op),
-                         (unsigned long long)r->sim_costs[op].count);
+        int n =
+            snprintf(list + used, sizeof list - used, "%s%s %llu", used != 0 ? ", " : "",
+                     dao_sim_op_name((dao_sim_op)op), (unsigned long long)r->sim_costs[op].count);
         if (n > 0) used += (size_t)n;
       }
     }
-    printf("%-26s %15.1f %11.4f %14llu  %s\n", r->label, (double)ns / pairs,
-           (double)calls / pairs, (unsigned long long)r->sim_last_calls,
-           calls != 0 ? list : "none");
+    printf("%-26s %15.1f %11.4f %14llu  %s\n", r->label, (double)ns / pairs, (double)calls / pairs,
+           (unsigned long long)r->sim_last_calls, calls != 0 ? list : "none");
   }
   printf("(%llu reps x %llu steps; driver ns/pair: simulated driver time, summed over every\n"
          " operation, per free+alloc pair; calls/pair: driver calls per pair; last rep calls:\n"

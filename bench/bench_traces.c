@@ -549,8 +549,7 @@ static int probe_main(const options *o) {
      device) from here to the last event. */
   s = dao_sim_reset_costs(0);
   if (s != DAO_OK) {
-    report("PROBE-ERROR", "dao_sim_reset_costs(0): %s: %s", dao_status_string(s),
-           dao_last_error());
+    report("PROBE-ERROR", "dao_sim_reset_costs(0): %s: %s", dao_status_string(s), dao_last_error());
     return EXIT_ERROR;
   }
   uint64_t live = 0;
@@ -1264,8 +1263,8 @@ int main(int argc, char **argv) {
     if (t->count == 0) continue;
     const double ops = 2.0 * (double)t->count;
     printf("%-22s %10zu %11.3f ms %12.1f %8llu %8llu\n", t->name, 2 * t->count,
-           (double)r->driver_ns * 1e-6, (double)r->driver_ns / ops,
-           (unsigned long long)r->creates, (unsigned long long)r->segment_allocs);
+           (double)r->driver_ns * 1e-6, (double)r->driver_ns / ops, (unsigned long long)r->creates,
+           (unsigned long long)r->segment_allocs);
   }
   printf("(operations: allocations and frees of the replay; driver time: the simulated time of "
          "every driver\n call the SIM device stood in for during them, accounted not slept; "
