@@ -346,10 +346,33 @@ static int drain(const runner *r, void **live, size_t slots, char *err, size_t e
   return failed;
 }
 
+/* What a SIM device accounted since its last reset, added into sum[]
+   (DAO_SIM_OP_COUNT entries). Returns 0, or 1 after writing err. */
+static int add_sim_costs(int device, dao_sim_cost *sum, char *err, size_t errlen) {
+  for (int op = 0; op < DAO_SIM_OP_COUNT; ++op) {
+    dao_sim_cost c;
+    memset(&c, 0, sizeof c);
+    c.struct_size = sizeof c;
+    dao_status s = dao_sim_get_cost(device, (dao_sim_op)op, &c);
+    if (s != DAO_OK) {
+      snprintf(err, errlen, "dao_sim_get_cost(%d, %s): %s: %s", device,
+               dao_sim_op_name((dao_sim_op)op), dao_status_string(s), dao_last_error());
+      return 1;
+    }
+    sum[op].count += c.count;
+    sum[op].bytes += c.bytes;
+    sum[op].ns += c.ns;
+  }
+  return 0;
+}
+
 /* Fills the slots, then times the steps. The blocks stay live for the caller
-   (to read statistics) until drain(). Returns 0, or 1 after writing err. */
+   (to read statistics) until drain(). With sim_device >= 0, the simulated
+   driver costs of that SIM device during the steps (reset before the clock
+   starts, read after it stops) are added into sim_costs. Returns 0, or 1
+   after writing err. */
 static int fill_and_time(const runner *r, const workload *w, void **live, double *ns_per_pair,
-                         char *err, size_t errlen) {
+                         int sim_device, dao_sim_cost *sim_costs, char *err, size_t errlen) {
   const size_t slots = w->slots, steps = w->steps;
   const uint32_t *sizes = w->sizes;
   const uint32_t *victims = w->victims;
@@ -361,6 +384,14 @@ static int fill_and_time(const runner *r, const workload *w, void **live, double
     }
     *(volatile unsigned char *)p = (unsigned char)i;
     live[i] = p;
+  }
+  if (sim_device >= 0) {
+    dao_status s = dao_sim_reset_costs(sim_device);
+    if (s != DAO_OK) {
+      snprintf(err, errlen, "dao_sim_reset_costs(%d): %s: %s", sim_device, dao_status_string(s),
+               dao_last_error());
+      return 1;
+    }
   }
   const double t0 = now_ns();
   for (size_t k = 0; k < steps; ++k) {
@@ -381,6 +412,7 @@ static int fill_and_time(const runner *r, const workload *w, void **live, double
   }
   const double t1 = now_ns();
   *ns_per_pair = (t1 - t0) / (double)steps;
+  if (sim_device >= 0) return add_sim_costs(sim_device, sim_costs, err, errlen);
   return 0;
 }
 
@@ -397,11 +429,14 @@ typedef struct row {
   /* Rows timed in this process, one repetition per round. */
   int in_process;
   runner r;
-  dl_ctx dl;               /* context of a dlopen()ed allocator */
-  dao_place place;         /* context of dao_alloc() */
-  dao_allocator *stats_of; /* libdao: statistics are read here */
-  dao_allocator *owned;    /* libdao: destroyed at the end */
-  double *times;           /* ns/pair of each repetition */
+  dl_ctx dl;                                /* context of a dlopen()ed allocator */
+  dao_place place;                          /* context of dao_alloc() */
+  dao_allocator *stats_of;                  /* libdao: statistics are read here */
+  dao_allocator *owned;                     /* libdao: destroyed at the end */
+  double *times;                            /* ns/pair of each repetition */
+  int sim_device;                           /* a SIM row: its device, else -1 */
+  dao_sim_cost sim_costs[DAO_SIM_OP_COUNT]; /* SIM row: of the timed steps, all reps */
+  uint64_t sim_last_calls;                  /* SIM row: driver calls of the last rep's steps */
   /* Results. */
   double median_ns, min_ns;
   int have_stats;
@@ -432,7 +467,13 @@ static void use_runner(row *out, void *ctx, void *(*alloc)(void *, size_t),
 /* One repetition: fill, timed steps, statistics (last rep), drain. */
 static void run_rep(row *out, const workload *w, void **live, uint64_t rep, uint64_t reps) {
   char err[512] = "";
-  int failed = fill_and_time(&out->r, w, live, &out->times[rep], err, sizeof err);
+  uint64_t calls_before = 0;
+  for (int op = 0; op < DAO_SIM_OP_COUNT; ++op) calls_before += out->sim_costs[op].count;
+  int failed = fill_and_time(&out->r, w, live, &out->times[rep], out->sim_device, out->sim_costs,
+                             err, sizeof err);
+  out->sim_last_calls = 0;
+  for (int op = 0; op < DAO_SIM_OP_COUNT; ++op) out->sim_last_calls += out->sim_costs[op].count;
+  out->sim_last_calls -= calls_before;
   if (!failed && out->stats_of != NULL && rep + 1 == reps) {
     out->end_of_steps.struct_size = sizeof out->end_of_steps;
     dao_status s = dao_allocator_get_stats(out->stats_of, &out->end_of_steps);
@@ -633,6 +674,7 @@ static int child_main(const options *o) {
   memset(&r, 0, sizeof r);
   r.key = o->child;
   r.label = o->child;
+  r.sim_device = -1;
   prepare_libc(&r, o->reps);
   void **live = xcalloc(w.slots, sizeof *live);
   fprintf(stderr, "  %s (child process, LD_PRELOAD):", o->child);
@@ -695,6 +737,47 @@ static void prepare_dao_default(row *out, uint64_t reps) {
 /* ------------------------------------------------------------------------ */
 /* Output                                                                   */
 
+/* The simulated driver time of the SIM rows' timed steps: what the driver
+   calls the SIM device stood in for would have taken on the card of the
+   cost profile (accounted, never slept: not part of the timings above). */
+static void print_sim_costs(const row *rows, size_t nrows, const char *profile, const options *o) {
+  int any = 0;
+  for (size_t i = 0; i < nrows; ++i) any |= rows[i].sim_device >= 0 && rows[i].state == ROW_OK;
+  if (!any) return;
+  const char *env = getenv("DAO_SIM_COSTS");
+  const double pairs = (double)o->steps * (double)o->reps;
+  printf("\nsimulated driver time of the timed steps (SIM rows), cost profile %s (%s)\n",
+         profile != NULL ? profile : "?",
+         env != NULL && env[0] != '\0'
+             ? "DAO_SIM_COSTS"
+             : "the default: counts only; DAO_SIM_COSTS=h200 for an H200's driver times");
+  printf("%-26s %15s %11s %14s  %s\n", "allocator", "driver ns/pair", "calls/pair",
+         "last rep calls", "driver calls of the timed steps, all reps");
+  for (size_t i = 0; i < nrows; ++i) {
+    const row *r = &rows[i];
+    if (r->sim_device < 0 || r->state != ROW_OK) continue;
+    uint64_t ns = 0, calls = 0;
+    char list[512] = "";
+    size_t used = 0;
+    for (int op = 0; op < DAO_SIM_OP_COUNT; ++op) {
+      ns += r->sim_costs[op].ns;
+      calls += r->sim_costs[op].count;
+      if (r->sim_costs[op].count != 0 && used < sizeof list) {
+        int n =
+            snprintf(list + used, sizeof list - used, "%s%s %llu", used != 0 ? ", " : "",
+                     dao_sim_op_name((dao_sim_op)op), (unsigned long long)r->sim_costs[op].count);
+        if (n > 0) used += (size_t)n;
+      }
+    }
+    printf("%-26s %15.1f %11.4f %14llu  %s\n", r->label, (double)ns / pairs, (double)calls / pairs,
+           (unsigned long long)r->sim_last_calls, calls != 0 ? list : "none");
+  }
+  printf("(%llu reps x %llu steps; driver ns/pair: simulated driver time, summed over every\n"
+         " operation, per free+alloc pair; calls/pair: driver calls per pair; last rep calls:\n"
+         " driver calls of the last rep's steps, the allocator warm)\n",
+         (unsigned long long)o->reps, (unsigned long long)o->steps);
+}
+
 int main(int argc, char **argv) {
   options o;
   parse_options(argc, argv, &o);
@@ -744,6 +827,7 @@ int main(int argc, char **argv) {
     rows[i].key = kRowKeys[i];
     rows[i].label = labels[i];
     rows[i].state = ROW_SKIPPED;
+    rows[i].sim_device = -1;
   }
 
   /* Set every row up (the child-process rows run to completion here), then
@@ -783,7 +867,11 @@ int main(int argc, char **argv) {
     snprintf(where, sizeof where, "sim:0 of %s", format_bytes((double)sim_capacity, b1, sizeof b1));
     prepare_dao_object(r, dao_place_sim(0), sim_strategies[k], k == 1 ? o.caching_config : NULL,
                        where, o.reps);
+    r->sim_device = 0;
   }
+  /* The SIM cost profile (DAO_SIM_COSTS), for the simulated driver time. */
+  const char *sim_profile = NULL;
+  if (sim_configured && dao_sim_get_profile(&sim_profile) != DAO_OK) sim_profile = NULL;
   void **live = xcalloc(w.slots, sizeof *live);
   for (uint64_t rep = 0; rep < o.reps; ++rep) {
     fprintf(stderr, "  round %llu/%llu:", (unsigned long long)rep + 1, (unsigned long long)o.reps);
@@ -816,6 +904,8 @@ int main(int argc, char **argv) {
       if (r->state == ROW_FAILED) ++failures;
     }
   }
+
+  print_sim_costs(rows, ROW_COUNT, sim_profile, &o);
 
   int any_stats = 0;
   for (size_t i = 0; i < ROW_COUNT; ++i) any_stats |= rows[i].have_stats;

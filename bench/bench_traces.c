@@ -21,7 +21,9 @@
  * `--probe FILE CAPACITY`, which exits 0 when the replay ran, 3 when it ran
  * out of memory, and 1 on any other failure (which ends the benchmark). The
  * probes of different traces run in parallel (--jobs). The parent process
- * never uses a SIM place.
+ * allocates nothing on a SIM place; it only asks for the cost profile.
+ * Each replay also reports the simulated driver time of its SIM device
+ * (DAO_SIM_COSTS) from the allocator's creation to its last event.
  *
  * Every replay checks the memory it is given: a byte pattern that depends on
  * the buffer and the offset is written at the start and the end of every
@@ -543,6 +545,13 @@ static int probe_main(const options *o) {
     report("PROBE-ERROR", "out of host memory");
     return EXIT_ERROR;
   }
+  /* The simulated driver time of the replay: of sim:0 (this process's only
+     device) from here to the last event. */
+  s = dao_sim_reset_costs(0);
+  if (s != DAO_OK) {
+    report("PROBE-ERROR", "dao_sim_reset_costs(0): %s: %s", dao_status_string(s), dao_last_error());
+    return EXIT_ERROR;
+  }
   uint64_t live = 0;
   for (size_t e = 0; e < 2 * t.count; ++e) {
     size_t i = t.events[e].code >> 1;
@@ -605,6 +614,21 @@ static int probe_main(const options *o) {
       live -= size;
     }
   }
+  uint64_t driver_ns = 0, creates = 0, segment_allocs = 0;
+  for (int op = 0; op < DAO_SIM_OP_COUNT; ++op) {
+    dao_sim_cost c;
+    memset(&c, 0, sizeof c);
+    c.struct_size = sizeof c;
+    s = dao_sim_get_cost(0, (dao_sim_op)op, &c);
+    if (s != DAO_OK) {
+      report("PROBE-ERROR", "dao_sim_get_cost(0, %s): %s: %s", dao_sim_op_name((dao_sim_op)op),
+             dao_status_string(s), dao_last_error());
+      return EXIT_ERROR;
+    }
+    driver_ns += c.ns;
+    if (op == DAO_SIM_OP_CREATE) creates = c.count;
+    if (op == DAO_SIM_OP_ALLOC) segment_allocs = c.count;
+  }
   dao_allocator_stats st;
   memset(&st, 0, sizeof st);
   st.struct_size = sizeof st;
@@ -633,9 +657,11 @@ static int probe_main(const options *o) {
     report("PROBE-ERROR", "dao_allocator_destroy: %s: %s", dao_status_string(s), dao_last_error());
     return EXIT_ERROR;
   }
-  report("PROBE-OK", "%llu %llu %llu %llu %s", (unsigned long long)st.peak_reserved_bytes,
-         (unsigned long long)st.system_alloc_count, (unsigned long long)st.system_free_count,
-         (unsigned long long)st.peak_allocated_bytes, config[0] != '\0' ? config : "-");
+  report("PROBE-OK", "%llu %llu %llu %llu %llu %llu %llu %s",
+         (unsigned long long)st.peak_reserved_bytes, (unsigned long long)st.system_alloc_count,
+         (unsigned long long)st.system_free_count, (unsigned long long)st.peak_allocated_bytes,
+         (unsigned long long)driver_ns, (unsigned long long)creates,
+         (unsigned long long)segment_allocs, config[0] != '\0' ? config : "-");
   free(ptrs);
   ptrs = NULL;
   free_trace(&t);
@@ -743,6 +769,7 @@ typedef struct result {
   uint64_t capacity; /* (a) */
   uint64_t unlimited_capacity;
   uint64_t peak_reserved, system_allocs, system_frees, peak_allocated; /* (b), (c) */
+  uint64_t driver_ns, creates, segment_allocs; /* simulated driver costs of that replay */
   char config[512];
   char oom[1024]; /* why the largest capacity that failed failed */
   unsigned probes;
@@ -891,7 +918,7 @@ static void stop_children(job *running, int nrunning) {
 /* Output                                                                   */
 
 /* Is the strategy known to this libdao? Checked on the CPU place (creating
-   reserves nothing), so that this process never touches a SIM place. */
+   reserves nothing), so that this process never allocates on a SIM place. */
 static int strategy_missing(const char *strategy, char *why, size_t len) {
   dao_allocator *a = NULL;
   dao_status s = dao_allocator_create(dao_place_cpu(), strategy, NULL, &a);
@@ -996,6 +1023,21 @@ int main(int argc, char **argv) {
     return EXIT_SKIP;
   }
 
+  /* The SIM cost profile the replays run with (DAO_SIM_COSTS, which the
+     children inherit). Asking fixes this process's SIM configuration (the
+     default device, on which nothing is allocated); a malformed
+     DAO_SIM_COSTS is reported here, once. */
+  const char *profile = NULL;
+  dao_status ps = dao_sim_get_profile(&profile);
+  if (ps != DAO_OK) {
+    fprintf(stderr, "%s: dao_sim_get_profile: %s: %s\n", prog, dao_status_string(ps),
+            dao_last_error());
+    return EXIT_ERROR;
+  }
+  const char *costs_env = getenv("DAO_SIM_COSTS");
+  const char *profile_source =
+      costs_env != NULL && costs_env[0] != '\0' ? "DAO_SIM_COSTS" : "default";
+
   const char *build_type = DAO_BENCH_BUILD_TYPE[0] != '\0' ? DAO_BENCH_BUILD_TYPE : "unknown";
 #ifdef NDEBUG
   const char *ndebug = "NDEBUG";
@@ -1004,10 +1046,11 @@ int main(int argc, char **argv) {
 #endif
   printf("bench_traces: libdao %s, build %s (%s)%s\n", dao_version_string(), build_type, ndebug,
          BENCH_SANITIZED ? ", sanitizers on" : "");
-  printf("allocator: dao_allocator_create(sim:0, \"%s\", %s%s%s); %zu trace(s) from %s; "
-         "%d job(s), %ld cpus online\n",
+  printf("allocator: dao_allocator_create(sim:0, \"%s\", %s%s%s), SIM cost profile %s (%s); "
+         "%zu trace(s) from %s; %d job(s), %ld cpus online\n",
          o.strategy, o.config != NULL ? "\"" : "", o.config != NULL ? o.config : "NULL",
-         o.config != NULL ? "\"" : "", ntraces, source, o.jobs, sysconf(_SC_NPROCESSORS_ONLN));
+         o.config != NULL ? "\"" : "", profile, profile_source, ntraces, source, o.jobs,
+         sysconf(_SC_NPROCESSORS_ONLN));
   if (!is_optimised_build_type(build_type) || BENCH_SANITIZED) {
     printf("WARNING: built as '%s'%s; the figures are right but the run is slow "
            "(configure with -DCMAKE_BUILD_TYPE=Release)\n",
@@ -1095,9 +1138,10 @@ int main(int argc, char **argv) {
     int unlimited = r->phase == PHASE_UNLIMITED;
     if (code == 0 && ok_line != NULL) {
       if (unlimited) {
-        unsigned long long pr, sa, sf, pa;
+        unsigned long long pr, sa, sf, pa, dn, cr, sg;
         int used = 0;
-        if (sscanf(ok_line, "PROBE-OK %llu %llu %llu %llu %n", &pr, &sa, &sf, &pa, &used) < 4) {
+        if (sscanf(ok_line, "PROBE-OK %llu %llu %llu %llu %llu %llu %llu %n", &pr, &sa, &sf, &pa,
+                   &dn, &cr, &sg, &used) < 7) {
           fprintf(stderr, "%s: %s: cannot read the replay's result '%s'\n", prog, t->name, ok_line);
           stop_children(running, nrunning);
           return EXIT_ERROR;
@@ -1106,6 +1150,9 @@ int main(int argc, char **argv) {
         r->system_allocs = sa;
         r->system_frees = sf;
         r->peak_allocated = pa;
+        r->driver_ns = dn;
+        r->creates = cr;
+        r->segment_allocs = sg;
         snprintf(r->config, sizeof r->config, "%.*s", (int)strcspn(ok_line + used, "\n"),
                  ok_line + used);
       }
@@ -1204,6 +1251,28 @@ int main(int argc, char **argv) {
       if (traces[i].skipped != 0) printf(" %s %zu", traces[i].name, traces[i].skipped);
     printf("\n");
   }
+  /* The simulated driver time of the (b) replays. */
+  printf("\nsimulated driver time of the replay on the unlimited device (b), SIM cost profile "
+         "%s (%s)\n",
+         profile, profile_source);
+  printf("%-22s %10s %14s %12s %8s %8s\n", "trace", "operations", "driver time", "driver ns/op",
+         "create", "alloc");
+  for (size_t i = 0; i < ntraces; ++i) {
+    const trace *t = &traces[i];
+    const result *r = &results[i];
+    if (t->count == 0) continue;
+    const double ops = 2.0 * (double)t->count;
+    printf("%-22s %10zu %11.3f ms %12.1f %8llu %8llu\n", t->name, 2 * t->count,
+           (double)r->driver_ns * 1e-6, (double)r->driver_ns / ops, (unsigned long long)r->creates,
+           (unsigned long long)r->segment_allocs);
+  }
+  printf("(operations: allocations and frees of the replay; driver time: the simulated time of "
+         "every driver\n call the SIM device stood in for during them, accounted not slept; "
+         "create: physical\n allocations mapped (cuMemCreate); alloc: segments allocated "
+         "(cuMemAlloc)%s)\n",
+         strcmp(profile, "none") == 0 ? ";\n profile none counts calls only, in host pages: "
+                                        "DAO_SIM_COSTS=h200 gives an H200's driver times"
+                                      : "");
   /* The allocator's effective config, as the (b) replays report it. */
   int same = 1;
   for (size_t i = 1; i < ntraces; ++i)

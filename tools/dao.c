@@ -138,6 +138,8 @@ typedef struct kind_info {
   char strategy_source[64];
   char config_source[64];
   char *config_error;
+  const char *profile; /* SIM only: the cost profile in effect, or NULL */
+  char profile_source[64];
   device_info *devices;
 } kind_info;
 
@@ -204,6 +206,20 @@ static void gather_kind(dao_place_kind kind, kind_info *k) {
              source != NULL ? source : "built-in default");
   }
 
+  /* The SIM cost profile. Asked only when the count was: both fix the SIM
+     configuration, and a malformed environment is reported once, above. */
+  if (kind == DAO_PLACE_SIM && k->count_ok) {
+    s = dao_sim_get_profile(&k->profile);
+    if (s != DAO_OK) {
+      free(report_failure(s, "dao_sim_get_profile"));
+      k->profile = NULL;
+    } else {
+      source = getenv("DAO_SIM_COSTS");
+      snprintf(k->profile_source, sizeof k->profile_source, "%s",
+               source != NULL && source[0] != '\0' ? "DAO_SIM_COSTS" : "built-in default");
+    }
+  }
+
   if (k->count <= 0) return;
   k->devices = (device_info *)calloc((size_t)k->count, sizeof(device_info));
   if (k->devices == NULL) {
@@ -261,6 +277,10 @@ static void print_kind_text(const kind_info *k) {
   } else {
     printf("  default:   unknown (see the error above)\n");
   }
+  if (k->kind == DAO_PLACE_SIM) {
+    if (k->profile != NULL) printf("  profile:   %s (%s)\n", k->profile, k->profile_source);
+    else printf("  profile:   unknown (see the error above)\n");
+  }
   if (k->count <= 0) return;
 
   /* The effective config, once for the kind unless it differs between
@@ -310,6 +330,11 @@ static void print_kind_json(const kind_info *k) {
   printf(", \"default_config\": ");
   if (k->config != NULL) json_string(k->config);
   else printf("null");
+  if (k->kind == DAO_PLACE_SIM) {
+    printf(", \"cost_profile\": ");
+    if (k->profile != NULL) json_string(k->profile);
+    else printf("null");
+  }
   printf(",\n     \"devices\": [");
   for (i = 0; i < k->count; ++i) {
     const device_info *d = &k->devices[i];
@@ -397,6 +422,9 @@ static void usage(FILE *out) {
           "\n"
           "Environment (see docs/environment.md):\n"
           "  DAO_SIM_DEVICES            simulated devices, e.g. 2x512MiB or 1GiB,256MiB\n"
+          "  DAO_SIM_COSTS              cost profile of the simulated devices: none (no\n"
+          "                             driver costs, the default) or h200 (an H200's\n"
+          "                             granularity and simulated driver time)\n"
           "  DAO_ALLOCATOR[_<KIND>]     default strategy: buddy, caching or system\n"
           "                             (built in: buddy for CPU, caching elsewhere)\n"
           "  DAO_ALLOC_CONF[_<KIND>]    default config, e.g. DAO_ALLOC_CONF_SIM=max_pool=1GiB\n"
@@ -417,7 +445,7 @@ static void usage_info(FILE *out) {
           "cuda_pinned, cuda_managed, sim): the device count, the backend and why it\n"
           "has no devices when it has none, each device's total and free memory, and\n"
           "the strategy and config of the kind's default allocator, both as set and\n"
-          "in effect.\n"
+          "in effect; for sim, also the cost profile in effect (DAO_SIM_COSTS).\n"
           "\n"
           "Options:\n"
           "  --json       Print the same as one JSON object.\n"

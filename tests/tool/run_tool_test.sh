@@ -24,7 +24,7 @@ run() {
   local env=()
   while [ "$1" != "--" ]; do env+=("$1"); shift; done
   shift
-  env -u DAO_SIM_DEVICES -u DAO_ALLOCATOR -u DAO_ALLOC_CONF -u DAO_ALLOCATOR_SIM \
+  env -u DAO_SIM_DEVICES -u DAO_SIM_COSTS -u DAO_ALLOCATOR -u DAO_ALLOC_CONF -u DAO_ALLOCATOR_SIM \
     -u DAO_ALLOC_CONF_SIM -u DAO_ALLOCATOR_CPU -u DAO_ALLOC_CONF_CPU "${env[@]}" \
     "$dao" "$@" > "$out/$name.out" 2> "$out/$name.err" || status=$?
   if [ "$status" -ne "$want" ]; then
@@ -49,6 +49,7 @@ has info.out "default: +strategy buddy \(built-in default\), config \(defaults\)
 has info.out "effective: min_block=256B,chunk_size="
 has info.out "default: +strategy caching \(built-in default\), config \(defaults\)"
 has info.out "effective: max_split_size=0,roundup_power2_divisions=0,.*expandable_segments=true"
+has info.out "^  profile: +none \(built-in default\)$"   # SIM cost profile
 empty info.err
 
 # Simulated devices from the environment.
@@ -56,6 +57,12 @@ run sim3 0 DAO_SIM_DEVICES=3x1GiB -- info
 has sim3.out "^sim: 3 devices$"
 for d in 0 1 2; do has sim3.out "^  sim:$d +1\.0 GiB total, 1\.0 GiB free"; done
 has sim3.out "DAO_SIM_DEVICES=3x1GiB"
+
+# The SIM cost profile from the environment.
+run costs 0 DAO_SIM_COSTS=h200 -- info
+has costs.out "^  profile: +h200 \(DAO_SIM_COSTS\)$"
+has costs.out "^sim: 1 device$"
+empty costs.err
 
 # A malformed environment: reported, no crash, the rest still shown.
 run garbage 1 DAO_SIM_DEVICES=garbage -- info
@@ -65,6 +72,12 @@ has garbage.out "^cpu: 1 device$"
 has garbage.out "^sim: device count unknown"
 
 run badconf 1 DAO_ALLOC_CONF_SIM=nope=1 -- info
+run badcosts 1 DAO_SIM_COSTS=bogus -- info
+has badcosts.err "DAO_ERR_INVALID_ARGUMENT.*DAO_SIM_COSTS"
+has badcosts.out "^cpu: 1 device$"
+has badcosts.out "^sim: device count unknown"
+has badcosts.out "^  profile: +unknown"
+
 has badconf.err "DAO_ERR_INVALID_ARGUMENT.*unknown key 'nope'"
 has badconf.out "config nope=1 \(DAO_ALLOC_CONF_SIM\)"
 
@@ -72,7 +85,7 @@ run strategy 0 DAO_ALLOCATOR=system -- info
 has strategy.out "strategy system \(DAO_ALLOCATOR\)"
 
 # JSON output, checked by a JSON parser when there is one.
-run json 0 DAO_SIM_DEVICES=2x64MiB -- info --json
+run json 0 DAO_SIM_DEVICES=2x64MiB DAO_SIM_COSTS=h200 -- info --json
 has json.out '"kind": "sim"'
 if command -v python3 > /dev/null; then
   python3 -c 'import json, sys
@@ -80,7 +93,9 @@ d = json.load(open(sys.argv[1]))
 assert [k["kind"] for k in d["kinds"]] == ["cpu", "cuda", "cuda_pinned", "cuda_managed", "sim"], d
 sim = d["kinds"][4]
 assert sim["device_count"] == 2 and len(sim["devices"]) == 2, sim
-assert sim["devices"][1]["total_bytes"] == 64 << 20, sim' "$out/json.out" ||
+assert sim["devices"][1]["total_bytes"] == 64 << 20, sim
+assert sim["cost_profile"] == "h200", sim
+assert all("cost_profile" not in k for k in d["kinds"][:4]), d' "$out/json.out" ||
     fail "dao info --json is not the expected JSON"
 fi
 
@@ -88,6 +103,7 @@ fi
 run help 0 -- --help
 has help.out "^Usage: dao "
 has help.out "info"
+has help.out "DAO_SIM_COSTS"
 empty help.err
 run help_short 0 -- -h
 has help_short.out "^Usage: dao "
