@@ -70,6 +70,26 @@ static void malformed_variable_is_reported_and_fixable(void **state) {
   assert_int_equal(total, (size_t)1 << 30);
 }
 
+/* A device of SIZE_MAX bytes with memory_fraction=1: the cap is the whole
+ * device (2^64 as a double was converted to size_t, undefined, issue 20). */
+static void largest_device_whole_fraction(void **state) {
+  const size_t caps[1] = {SIZE_MAX};
+  dao_allocator *a = NULL, *l = NULL;
+  void *p = NULL, *q = NULL;
+  (void)state;
+  assert_ok(dao_sim_configure(1, caps));
+  assert_ok(dao_allocator_create(dao_place_sim(0), "caching",
+                                 "memory_fraction=1,garbage_collection_threshold=0.5", &a));
+  assert_ok(dao_allocator_alloc(a, 1 << 20, NULL, &p));
+  assert_ok(
+      dao_allocator_create(dao_place_sim(0), "limit", "memory_fraction=1,upstream=system", &l));
+  assert_ok(dao_allocator_alloc(l, 1 << 20, NULL, &q));
+  assert_ok(dao_allocator_free(l, q));
+  assert_ok(dao_allocator_free(a, p));
+  assert_ok(dao_allocator_destroy(l));
+  assert_ok(dao_allocator_destroy(a));
+}
+
 int main(int argc, char **argv) {
   const char *mode = argc > 1 ? argv[1] : "configure";
   if (strcmp(mode, "configure") == 0) {
@@ -87,6 +107,10 @@ int main(int argc, char **argv) {
   if (strcmp(mode, "malformed") == 0) {
     const struct CMUnitTest t[] = {cmocka_unit_test(malformed_variable_is_reported_and_fixable)};
     return cmocka_run_group_tests_name("malformed", t, NULL, NULL);
+  }
+  if (strcmp(mode, "largest") == 0) {
+    const struct CMUnitTest t[] = {cmocka_unit_test(largest_device_whole_fraction)};
+    return cmocka_run_group_tests_name("largest", t, NULL, NULL);
   }
   fprintf(stderr, "unknown mode %s\n", mode);
   return 2;

@@ -735,6 +735,13 @@ static void test_bad_input(void **state) {
   assert_status(
       dao_tiered_create(dao_place_sim(0), dao_place_cpu(), MIB, "link_bandwidth=0GB/s", &p2),
       DAO_ERR_INVALID_ARGUMENT);
+  /* So slow that a copy's time overflows a clock (issue 20): refused. */
+  assert_failure_mentions(
+      dao_tiered_create(dao_place_sim(0), dao_place_cpu(), MIB, "link_bandwidth=1e-300", &p2),
+      DAO_ERR_INVALID_ARGUMENT, "at least 1 B/s");
+  assert_failure_mentions(
+      dao_tiered_create(dao_place_sim(0), dao_place_cpu(), MIB, "link_bandwidth=1e308TB/s", &p2),
+      DAO_ERR_INVALID_ARGUMENT, "link_bandwidth");
   assert_status(dao_tiered_create(dao_place_sim(7), dao_place_cpu(), MIB, NULL, &p2),
                 DAO_ERR_NO_DEVICE);
   assert_status(dao_tiered_create(dao_place_sim(1), dao_place_cpu(), 32 * MIB, NULL, &p2),

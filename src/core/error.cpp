@@ -20,6 +20,16 @@ dao_status set_last_error(dao_status status, const char* message) noexcept {
 
 const char* last_error_message() noexcept { return last_error_text; }
 
+const char* status_text(int status) noexcept {
+  switch (status) {
+#define DAO_STATUS_CASE_(name, value, text) \
+  case value: return text;
+    DAO_STATUS_LIST(DAO_STATUS_CASE_)
+#undef DAO_STATUS_CASE_
+    default: return "unknown status";
+  }
+}
+
 void throw_null_argument(const char* function, const char* name) {
   throw invalid_argument(strprintf("%s: %s must not be NULL", function, name));
 }

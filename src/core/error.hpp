@@ -91,6 +91,10 @@ dao_status set_last_error(dao_status status, const char* message) noexcept;
 // The thread's last error message ("" when none yet).
 const char* last_error_message() noexcept;
 
+// What a status value means ("out of memory", ...), for any int a C caller
+// may hold in a dao_status: "unknown status" for a value that is none.
+const char* status_text(int status) noexcept;
+
 // A failure kept as a value, or none.
 struct outcome {
   dao_status status = DAO_OK;

@@ -25,7 +25,11 @@ limit_spec limit_spec::take(config& cfg, bool with_fraction) {
 std::size_t limit_spec::cap(std::size_t total_bytes) const noexcept {
   std::size_t cap = max_pool;
   if (memory_fraction > 0 && total_bytes != 0) {
-    auto by_fraction = static_cast<std::size_t>(static_cast<double>(total_bytes) * memory_fraction);
+    // A fraction of 1 of a SIZE_MAX device is 2^64 as a double: converting
+    // that to size_t is undefined (issue 20), so clamp first.
+    const double wanted = static_cast<double>(total_bytes) * memory_fraction;
+    const std::size_t by_fraction =
+        wanted >= 18446744073709551615.0 ? SIZE_MAX : static_cast<std::size_t>(wanted);
     if (cap == 0 || by_fraction < cap) cap = by_fraction;
   }
   return cap;

@@ -269,7 +269,14 @@ void executor::run_kernel(tiered_op& o, std::unique_lock<std::mutex>& lock) {
   for (tiered_tensor* t : o.outputs) out_ptrs.push_back(placement_.device_ptr(*t));
   prefetch_after();
 
-  dao_status status = DAO_OK;
+  // The kernel's status as the C code returned it: any int. Loading a value
+  // outside the enumerators as a dao_status would be undefined in C++, so
+  // the kernel is called through the same signature returning int (C enums
+  // are ints in the ABI).
+  using raw_kernel_fn =
+      int (*)(void*, void* const*, std::size_t, void* const*, std::size_t, dao_stream);
+  static_assert(sizeof(dao_status) == sizeof(int), "C enums are int-sized here");
+  int status = DAO_OK;
   std::uint64_t stall = 0;
   {
     unlocked u(lock);
@@ -277,8 +284,9 @@ void executor::run_kernel(tiered_op& o, std::unique_lock<std::mutex>& lock) {
     copies_.wait_fence(fence);
     stall = static_cast<std::uint64_t>(
         std::chrono::duration_cast<std::chrono::nanoseconds>(steady::now() - t0).count());
-    status = o.fn(o.user_data, in_ptrs.data(), in_ptrs.size(), out_ptrs.data(), out_ptrs.size(),
-                  copies_.compute_handle());
+    status = reinterpret_cast<raw_kernel_fn>(o.fn)(o.user_data, in_ptrs.data(), in_ptrs.size(),
+                                                   out_ptrs.data(), out_ptrs.size(),
+                                                   copies_.compute_handle());
     copies_.synchronize_compute();
   }
   stats_.stall_ns += stall;
@@ -292,8 +300,7 @@ void executor::run_kernel(tiered_op& o, std::unique_lock<std::mutex>& lock) {
   for (tiered_tensor* t : o.distinct) advance(*t, now);
   if (status != DAO_OK) {
     fail(strprintf("kernel %llu returned %s (%d); later kernels were not run",
-                   static_cast<unsigned long long>(o.seq), dao_status_string(status),
-                   static_cast<int>(status)));
+                   static_cast<unsigned long long>(o.seq), status_text(status), status));
   }
   for (tiered_tensor* t : o.distinct) free_if_dead(*t);
 }

@@ -46,7 +46,15 @@ double parse_bandwidth(const std::string& text, const std::string& context) {
                              {"GiB", 1073741824.0},
                              {"TiB", 1099511627776.0}};
   for (const row& r : rows) {
-    if (unit == r.name) return number * r.factor;
+    if (unit != r.name) continue;
+    // Below a byte a second, a copy's time overflows any clock: no link is
+    // that slow (the issue 20 defect: 1e-300 overflowed a duration).
+    const double bytes_per_second = number * r.factor;
+    if (!(bytes_per_second >= 1) || !std::isfinite(bytes_per_second)) {
+      throw invalid_argument(strprintf("%s: link_bandwidth='%s' is out of range (at least 1 B/s)",
+                                       context.c_str(), text.c_str()));
+    }
+    return bytes_per_second;
   }
   throw bad();
 }

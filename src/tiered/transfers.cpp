@@ -24,8 +24,11 @@ void throttle_start(void* p) { static_cast<throttle_task*>(p)->start = steady::n
 
 void throttle_finish(void* p) {
   auto* task = static_cast<throttle_task*>(p);
+  // At most a year per copy: a longer wait would overflow the clock.
+  constexpr double kMaxSeconds = 365.0 * 24 * 3600;
+  const double seconds = task->seconds < kMaxSeconds ? task->seconds : kMaxSeconds;
   const auto until = task->start + std::chrono::duration_cast<steady::duration>(
-                                       std::chrono::duration<double>(task->seconds));
+                                       std::chrono::duration<double>(seconds));
   std::this_thread::sleep_until(until);
   delete task;
 }
