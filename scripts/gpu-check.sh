@@ -32,11 +32,12 @@
 #   cmake --build .gpu/build -j2
 #   cp -L "$(ldconfig -p | awk '/libcmocka.so.0 /{print $NF; exit}')" .gpu/build/tests/
 #   cp -r ../shared/traces .gpu/traces
-#   # on the device (carry [".gpu"]), with LD_LIBRARY_PATH for cmocka:
-#   LD_LIBRARY_PATH=$PWD/.gpu/build/tests scripts/gpu-check.sh .gpu/build .gpu/traces
+#   # on the device (carry [".gpu"]); the script puts the folders of libdao
+#   # and libcmocka.so.0 under BUILD_DIR on LD_LIBRARY_PATH itself:
+#   scripts/gpu-check.sh .gpu/build .gpu/traces
 set -u
 
-usage() { sed -n '2,41p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,37p' "$0" | sed 's/^# \{0,1\}//'; }
 
 build=0 quick=0 step_timeout=240 only="bert_base,resnet50,pangu_2.6B"
 args=()
@@ -100,6 +101,12 @@ if [ $build = 1 ]; then
   fi
 fi
 bdir=$(cd "$bdir" 2>/dev/null && pwd) || { say "gpu-check.sh: no build dir ${args[0]}"; exit 2; }
+# A carried build dir lies elsewhere than where it was built (its rpath is
+# stale), and cmocka may be a copy beside the tests: the folders of libdao
+# and libcmocka in the build dir go first on the library path.
+libdirs=$(find "$bdir" -maxdepth 3 \( -name 'libdao.so*' -o -name 'libcmocka.so*' \) \
+  -exec dirname {} \; | sort -u | tr '\n' ':')
+export LD_LIBRARY_PATH="${libdirs}${LD_LIBRARY_PATH:-}"
 
 # 1. The device.
 if command -v nvidia-smi >/dev/null; then
