@@ -5,7 +5,8 @@
  * Workload: `slots` live blocks (default 1000) are filled, then each of
  * `steps` steps (default 1,000,000) frees a random slot and allocates into it
  * a size drawn log-uniformly from 64 B to 4 MiB. The first byte of every
- * block is written. Every operation is generated from `seed` before any
+ * block is written, except on the cuda:0 rows (device memory; those rows
+ * run only when --only names them). Every operation is generated from `seed` before any
  * timing; only the steps are timed. See bench/README.md.
  *
  * Every allocator runs the same sequence `reps` times (default 5). The rows
@@ -84,17 +85,23 @@ static void usage(FILE *out, const char *prog) {
           "              reserve_headroom=none), default: the built-in defaults\n"
           "  --only LIST run only these rows, comma-separated keys:\n"
           "              glibc, jemalloc, mimalloc, dao-buddy, dao-default, dao-sim,\n"
-          "              dao-caching, dao-caching-sim, dao-caching-fast\n"
+          "              dao-caching, dao-caching-sim, dao-caching-fast; and, only when\n"
+          "              named here: dao-caching-fast-sim, and on cuda:0 (blocks not\n"
+          "              written) dao-caching-cuda, dao-caching-fast-cuda, dao-buddy-cuda\n"
           "  --help      this text\n"
           "\n"
           "Exit status: 0 ok (timings never fail a run), 1 an allocator failed, 2 bad flags.\n",
           prog);
 }
 
-static const char *const kRowKeys[] = {"glibc",       "jemalloc",        "mimalloc",
-                                       "dao-buddy",   "dao-default",     "dao-sim",
-                                       "dao-caching", "dao-caching-sim", "dao-caching-fast"};
+static const char *const kRowKeys[] = {
+    "glibc", "jemalloc", "mimalloc", "dao-buddy", "dao-default", "dao-sim", "dao-caching",
+    "dao-caching-sim", "dao-caching-fast",
+    /* Only with --only: */
+    "dao-caching-fast-sim", "dao-caching-cuda", "dao-caching-fast-cuda", "dao-buddy-cuda"};
 #define ROW_COUNT (sizeof kRowKeys / sizeof kRowKeys[0])
+/* Rows from this index on run only when --only names them. */
+#define FIRST_ONLY_ROW 9
 
 static int key_known(const char *key, size_t len) {
   for (size_t i = 0; i < ROW_COUNT; ++i)
@@ -103,7 +110,11 @@ static int key_known(const char *key, size_t len) {
 }
 
 static int row_selected(const options *o, const char *key) {
-  if (o->only == NULL) return 1;
+  if (o->only == NULL) {
+    for (size_t i = FIRST_ONLY_ROW; i < ROW_COUNT; ++i)
+      if (strcmp(kRowKeys[i], key) == 0) return 0;
+    return 1;
+  }
   size_t klen = strlen(key);
   for (const char *s = o->only; *s != '\0';) {
     const char *comma = strchr(s, ',');
@@ -159,7 +170,9 @@ static void parse_options(int argc, char **argv, options *o) {
         if (!key_known(s, len)) {
           bad_flag(prog,
                    "--only: unknown row '%.*s' (known: glibc, jemalloc, mimalloc, dao-buddy, "
-                   "dao-default, dao-sim, dao-caching, dao-caching-sim, dao-caching-fast)",
+                   "dao-default, dao-sim, dao-caching, dao-caching-sim, dao-caching-fast, "
+                   "dao-caching-fast-sim, dao-caching-cuda, dao-caching-fast-cuda, "
+                   "dao-buddy-cuda)",
                    (int)len, s);
         }
         s += len + (comma != NULL);
@@ -371,8 +384,9 @@ static int add_sim_costs(int device, dao_sim_cost *sum, char *err, size_t errlen
    driver costs of that SIM device during the steps (reset before the clock
    starts, read after it stops) are added into sim_costs. Returns 0, or 1
    after writing err. */
-static int fill_and_time(const runner *r, const workload *w, void **live, double *ns_per_pair,
-                         int sim_device, dao_sim_cost *sim_costs, char *err, size_t errlen) {
+static inline int fill_and_time_impl(const runner *r, const workload *w, void **live,
+                                     double *ns_per_pair, int sim_device, dao_sim_cost *sim_costs,
+                                     char *err, size_t errlen, const int touch) {
   const size_t slots = w->slots, steps = w->steps;
   const uint32_t *sizes = w->sizes;
   const uint32_t *victims = w->victims;
@@ -382,7 +396,7 @@ static int fill_and_time(const runner *r, const workload *w, void **live, double
       snprintf(err, errlen, "fill, %u bytes: %s", (unsigned)sizes[i], r->error(r->ctx));
       return 1;
     }
-    *(volatile unsigned char *)p = (unsigned char)i;
+    if (touch) *(volatile unsigned char *)p = (unsigned char)i;
     live[i] = p;
   }
   if (sim_device >= 0) {
@@ -408,12 +422,24 @@ static int fill_and_time(const runner *r, const workload *w, void **live, double
                r->error(r->ctx));
       return 1;
     }
-    *(volatile unsigned char *)p = (unsigned char)k;
+    if (touch) *(volatile unsigned char *)p = (unsigned char)k;
   }
   const double t1 = now_ns();
   *ns_per_pair = (t1 - t0) / (double)steps;
   if (sim_device >= 0) return add_sim_costs(sim_device, sim_costs, err, errlen);
   return 0;
+}
+
+/* With touch (every row but the device rows) the first byte of every block
+   is written; device memory cannot be written from the host. The constant
+   argument gives each case its own loop, so the CPU rows time what they
+   always did. */
+static int fill_and_time(const runner *r, const workload *w, void **live, double *ns_per_pair,
+                         int sim_device, dao_sim_cost *sim_costs, char *err, size_t errlen,
+                         int touch) {
+  if (touch)
+    return fill_and_time_impl(r, w, live, ns_per_pair, sim_device, sim_costs, err, errlen, 1);
+  return fill_and_time_impl(r, w, live, ns_per_pair, sim_device, sim_costs, err, errlen, 0);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -435,6 +461,7 @@ typedef struct row {
   dao_allocator *owned;                     /* libdao: destroyed at the end */
   double *times;                            /* ns/pair of each repetition */
   int sim_device;                           /* a SIM row: its device, else -1 */
+  int no_touch;                             /* device memory: blocks are not written */
   dao_sim_cost sim_costs[DAO_SIM_OP_COUNT]; /* SIM row: of the timed steps, all reps */
   uint64_t sim_last_calls;                  /* SIM row: driver calls of the last rep's steps */
   /* Results. */
@@ -470,7 +497,7 @@ static void run_rep(row *out, const workload *w, void **live, uint64_t rep, uint
   uint64_t calls_before = 0;
   for (int op = 0; op < DAO_SIM_OP_COUNT; ++op) calls_before += out->sim_costs[op].count;
   int failed = fill_and_time(&out->r, w, live, &out->times[rep], out->sim_device, out->sim_costs,
-                             err, sizeof err);
+                             err, sizeof err, !out->no_touch);
   out->sim_last_calls = 0;
   for (int op = 0; op < DAO_SIM_OP_COUNT; ++op) out->sim_last_calls += out->sim_costs[op].count;
   out->sim_last_calls -= calls_before;
@@ -810,7 +837,9 @@ int main(int argc, char **argv) {
 
   /* The SIM device must hold the workload with room for buddy rounding. */
   size_t sim_capacity = SIM_MIN_CAPACITY;
-  while (sim_capacity / 4 < w.peak_requested && sim_capacity < ((size_t)1 << 50)) sim_capacity *= 2;
+  const size_t sim_share = row_selected(&o, "dao-caching-fast-sim") ? 6 : 4; /* a third SIM row */
+  while (sim_capacity / sim_share < w.peak_requested && sim_capacity < ((size_t)1 << 50))
+    sim_capacity *= 2;
 
   row rows[ROW_COUNT];
   memset(rows, 0, sizeof rows);
@@ -822,7 +851,11 @@ int main(int argc, char **argv) {
                                                 "libdao buddy (sim)",
                                                 "libdao caching (cpu)",
                                                 "libdao caching (sim)",
-                                                "libdao caching fast (cpu)"};
+                                                "libdao caching fast (cpu)",
+                                                "libdao caching fast (sim)",
+                                                "libdao caching (cuda)",
+                                                "libdao caching fast (cuda)",
+                                                "libdao buddy (cuda)"};
   for (size_t i = 0; i < ROW_COUNT; ++i) {
     rows[i].key = kRowKeys[i];
     rows[i].label = labels[i];
@@ -847,12 +880,12 @@ int main(int argc, char **argv) {
   /* The caching strategy's size-class front end (fast_reuse=true). */
   if (row_selected(&o, "dao-caching-fast"))
     prepare_dao_object(&rows[8], dao_place_cpu(), "caching", "fast_reuse=true", "cpu", o.reps);
-  /* Both SIM rows share one device, big enough for both at once. */
-  static const char *const sim_keys[] = {"dao-sim", "dao-caching-sim"};
-  static const char *const sim_strategies[] = {"buddy", "caching"};
-  static const size_t sim_rows[] = {5, 7};
+  /* The SIM rows share one device, big enough for all at once. */
+  static const char *const sim_keys[] = {"dao-sim", "dao-caching-sim", "dao-caching-fast-sim"};
+  static const char *const sim_strategies[] = {"buddy", "caching", "caching"};
+  static const size_t sim_rows[] = {5, 7, 9};
   int sim_configured = 0;
-  for (size_t k = 0; k < 2; ++k) {
+  for (size_t k = 0; k < 3; ++k) {
     row *r = &rows[sim_rows[k]];
     if (!row_selected(&o, sim_keys[k])) continue;
     dao_status s = DAO_OK;
@@ -865,9 +898,39 @@ int main(int argc, char **argv) {
     sim_configured = 1;
     char where[64];
     snprintf(where, sizeof where, "sim:0 of %s", format_bytes((double)sim_capacity, b1, sizeof b1));
-    prepare_dao_object(r, dao_place_sim(0), sim_strategies[k], k == 1 ? o.caching_config : NULL,
+    prepare_dao_object(r, dao_place_sim(0), sim_strategies[k],
+                       k == 1   ? o.caching_config
+                       : k == 2 ? "fast_reuse=true"
+                                : NULL,
                        where, o.reps);
     r->sim_device = 0;
+  }
+  /* The device rows, on cuda:0: the same strategies as the cpu rows, the
+     blocks not written (device memory). */
+  static const char *const cuda_keys[] = {"dao-caching-cuda", "dao-caching-fast-cuda",
+                                          "dao-buddy-cuda"};
+  static const char *const cuda_strategies[] = {"caching", "caching", "buddy"};
+  for (size_t k = 0; k < 3; ++k) {
+    row *r = &rows[10 + k];
+    if (!row_selected(&o, cuda_keys[k])) continue;
+    r->no_touch = 1;
+    int count = 0;
+    dao_status s = dao_place_device_count(DAO_PLACE_CUDA, &count);
+    if (s != DAO_OK) {
+      set_note(r, ROW_UNAVAILABLE, "not available (dao_place_device_count(cuda): %s: %s)",
+               dao_status_string(s), dao_last_error());
+      continue;
+    }
+    if (count < 1) {
+      set_note(r, ROW_UNAVAILABLE, "not available (dao_place_device_count(cuda) = 0: %s)",
+               dao_place_backend_description(DAO_PLACE_CUDA));
+      continue;
+    }
+    prepare_dao_object(r, dao_place_cuda(0), cuda_strategies[k],
+                       k == 0   ? o.caching_config
+                       : k == 1 ? "fast_reuse=true"
+                                : NULL,
+                       "cuda:0", o.reps);
   }
   /* The SIM cost profile (DAO_SIM_COSTS), for the simulated driver time. */
   const char *sim_profile = NULL;

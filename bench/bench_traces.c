@@ -97,6 +97,9 @@ typedef struct options {
   int jobs;
   const char **files; /* explicit trace files (argv entries) */
   int nfiles;
+  /* --place KIND:N: one replay per trace on that place, in this process. */
+  const char *place_text; /* NULL: the SIM search (the default) */
+  dao_place place;
   /* Internal: replay one trace on a SIM device of this capacity. */
   const char *probe_file;
   uint64_t probe_capacity;
@@ -105,7 +108,7 @@ typedef struct options {
 static void usage(FILE *out, const char *prog) {
   fprintf(out,
           "usage: %s [--strategy NAME] [--config CONFIG] [--traces DIR] [--only LIST]\n"
-          "       %*s [--quick] [--jobs N] [FILE.csv ...]\n"
+          "       %*s [--quick] [--jobs N] [--place cuda:N|sim:N] [FILE.csv ...]\n"
           "\n"
           "Replays buffer-lifetime traces (CSV id,lower,upper,size) through\n"
           "dao_allocator_create(dao_place_sim(0), STRATEGY, CONFIG, &a) and reports, per trace,\n"
@@ -124,6 +127,12 @@ static void usage(FILE *out, const char *prog) {
           "  --quick          only the minimalloc traces and resnet50 (ctest smoke test)\n"
           "  --jobs N         replays of different traces run in up to N child processes\n"
           "                   at once, default 2\n"
+          "  --place P        replay each trace once on place P (cuda:N, a real device, or\n"
+          "                   sim:N) in this process, without the search (a card cannot\n"
+          "                   shrink): (b), (c) and the wall-clock ns per operation (on\n"
+          "                   sim:N also the simulated driver ns per operation); the\n"
+          "                   buffers are not written (device memory). Exit status 77:\n"
+          "                   no such device here\n"
           "  FILE.csv ...     these trace files instead of the directory\n"
           "  --help           this text\n"
           "\n"
@@ -185,7 +194,8 @@ static void parse_options(int argc, char **argv, options *o) {
       continue;
     }
     /* Flags with a value: "--flag V" or "--flag=V". */
-    static const char *const valued[] = {"--strategy", "--config", "--traces", "--only", "--jobs"};
+    static const char *const valued[] = {"--strategy", "--config", "--traces",
+                                         "--only",     "--jobs",   "--place"};
     const char *value = NULL;
     const char *flag =
         match_valued_flag(prog, argc, argv, &i, valued, sizeof valued / sizeof valued[0], &value);
@@ -202,6 +212,15 @@ static void parse_options(int argc, char **argv, options *o) {
     } else if (strcmp(flag, "--only") == 0) {
       if (*value == '\0') bad_flag(prog, "--only needs at least one trace name");
       o->only = value;
+    } else if (strcmp(flag, "--place") == 0) {
+      uint64_t n = 0;
+      const char *colon = strchr(value, ':');
+      int cuda = strncmp(value, "cuda:", 5) == 0, sim = strncmp(value, "sim:", 4) == 0;
+      if ((!cuda && !sim) || colon == NULL || (colon[1] != '0' && !parse_u64(colon + 1, &n)) ||
+          n > 1023 || (colon[1] == '0' && colon[2] != '\0'))
+        bad_flag(prog, "--place: '%s' is not cuda:N or sim:N", value);
+      o->place_text = value;
+      o->place = cuda ? dao_place_cuda((int)n) : dao_place_sim((int)n);
     } else { /* --jobs */
       uint64_t n = 0;
       if (!parse_u64(value, &n) || n < 1 || n > MAX_JOBS)
@@ -933,6 +952,191 @@ static int strategy_missing(const char *strategy, char *why, size_t len) {
   return 0; /* Anything else shows up, with its message, in the first replay. */
 }
 
+/* ------------------------------------------------------------------------ */
+/* --place: one replay per trace on a given place, in this process          */
+
+/* Replays one trace on `place` with a fresh allocator; the buffers are not
+   written (device memory is not host-addressable). Writes the figures into
+   the out-parameters. Returns 0, or 1 after writing err. */
+static int replay_on_place(const options *o, const trace *t, dao_place place, void **ptrs,
+                           dao_allocator_stats *st, double *wall_ns, uint64_t *driver_ns, char *err,
+                           size_t errlen) {
+  const int sim = place.kind == DAO_PLACE_SIM;
+  dao_allocator *a = NULL;
+  dao_status s = dao_allocator_create(place, o->strategy, o->config, &a);
+  if (s != DAO_OK) {
+    snprintf(err, errlen, "dao_allocator_create(%s, \"%s\", %s): %s: %s", o->place_text,
+             o->strategy, o->config != NULL ? o->config : "NULL", dao_status_string(s),
+             dao_last_error());
+    return 1;
+  }
+  if (sim && (s = dao_sim_reset_costs(place.device)) != DAO_OK) {
+    snprintf(err, errlen, "dao_sim_reset_costs: %s: %s", dao_status_string(s), dao_last_error());
+    dao_allocator_destroy(a);
+    return 1;
+  }
+  int failed = 0;
+  const double t0 = now_s();
+  for (size_t e = 0; e < 2 * t->count && !failed; ++e) {
+    size_t i = t->events[e].code >> 1;
+    if (t->events[e].code & 1) {
+      s = t->size[i] > SIZE_MAX
+              ? DAO_ERR_INVALID_ARGUMENT
+              : dao_allocator_alloc(a, (size_t)t->size[i], DAO_STREAM_DEFAULT, &ptrs[i]);
+      if (s != DAO_OK) {
+        snprintf(err, errlen, "dao_allocator_alloc of buffer %llu (%llu bytes): %s: %s",
+                 (unsigned long long)t->id[i], (unsigned long long)t->size[i], dao_status_string(s),
+                 dao_last_error());
+        ptrs[i] = NULL;
+        failed = 1;
+      }
+    } else if (ptrs[i] != NULL) {
+      s = dao_allocator_free(a, ptrs[i]);
+      ptrs[i] = NULL;
+      if (s != DAO_OK) {
+        snprintf(err, errlen, "dao_allocator_free of buffer %llu: %s: %s",
+                 (unsigned long long)t->id[i], dao_status_string(s), dao_last_error());
+        failed = 1;
+      }
+    }
+  }
+  const double t1 = now_s();
+  *wall_ns = (t1 - t0) * 1e9;
+  for (size_t i = 0; i < t->count; ++i) { /* after a failure */
+    if (ptrs[i] != NULL) dao_allocator_free(a, ptrs[i]);
+    ptrs[i] = NULL;
+  }
+  *driver_ns = 0;
+  for (int op = 0; sim && !failed && op < DAO_SIM_OP_COUNT; ++op) {
+    dao_sim_cost c;
+    memset(&c, 0, sizeof c);
+    c.struct_size = sizeof c;
+    s = dao_sim_get_cost(place.device, (dao_sim_op)op, &c);
+    if (s != DAO_OK) {
+      snprintf(err, errlen, "dao_sim_get_cost: %s: %s", dao_status_string(s), dao_last_error());
+      failed = 1;
+    }
+    *driver_ns += c.ns;
+  }
+  memset(st, 0, sizeof *st);
+  st->struct_size = sizeof *st;
+  if (!failed && (s = dao_allocator_get_stats(a, st)) != DAO_OK) {
+    snprintf(err, errlen, "dao_allocator_get_stats: %s: %s", dao_status_string(s),
+             dao_last_error());
+    failed = 1;
+  }
+  if (!failed && (st->live_blocks != 0 || st->alloc_count != t->count)) {
+    snprintf(err, errlen, "statistics: %llu block(s) live, %llu allocations; the replay made %zu",
+             (unsigned long long)st->live_blocks, (unsigned long long)st->alloc_count, t->count);
+    failed = 1;
+  }
+  s = dao_allocator_destroy(a);
+  if (s != DAO_OK && !failed) {
+    snprintf(err, errlen, "dao_allocator_destroy: %s: %s", dao_status_string(s), dao_last_error());
+    failed = 1;
+  }
+  return failed;
+}
+
+/* --place: each trace once, in this process, on a real device (no search:
+   a card cannot shrink) or on a SIM device of the unlimited size. */
+static int place_main(const options *o, trace *traces, size_t ntraces, const char *source) {
+  const char *prog = "bench_traces";
+  const dao_place place = o->place;
+  const int sim = place.kind == DAO_PLACE_SIM;
+  if (sim) { /* one device big enough for the largest trace, as (b) */
+    uint64_t cap = UNLIMITED_MIN;
+    for (size_t i = 0; i < ntraces; ++i)
+      if (traces[i].max_load > cap / UNLIMITED_FACTOR) cap = traces[i].max_load * UNLIMITED_FACTOR;
+    size_t caps[1024];
+    for (int d = 0; d <= place.device; ++d) caps[d] = (size_t)cap;
+    dao_status s = dao_sim_configure(place.device + 1, caps);
+    if (s != DAO_OK) {
+      fprintf(stderr, "%s: dao_sim_configure: %s: %s\n", prog, dao_status_string(s),
+              dao_last_error());
+      return EXIT_ERROR;
+    }
+  }
+  int count = 0;
+  dao_status s = dao_place_device_count(place.kind, &count);
+  if (s != DAO_OK || place.device >= count) {
+    printf("%s: %s not available (%d %s device(s): %s)\n", prog, o->place_text, count,
+           dao_place_kind_name(place.kind),
+           s != DAO_OK ? dao_last_error() : dao_place_backend_description(place.kind));
+    return EXIT_SKIP;
+  }
+  /* The driver's start-up (context creation) is not part of any replay. */
+  size_t free_bytes = 0, total_bytes = 0;
+  s = dao_place_memory_info(place, &free_bytes, &total_bytes);
+  if (s != DAO_OK) {
+    fprintf(stderr, "%s: dao_place_memory_info(%s): %s: %s\n", prog, o->place_text,
+            dao_status_string(s), dao_last_error());
+    return EXIT_ERROR;
+  }
+  const char *profile = "-";
+  if (sim && dao_sim_get_profile(&profile) != DAO_OK) profile = "?";
+  const char *build_type = DAO_BENCH_BUILD_TYPE[0] != '\0' ? DAO_BENCH_BUILD_TYPE : "unknown";
+  char b1[32], b2[32], b3[32];
+  printf("bench_traces: libdao %s, build %s%s\n", dao_version_string(), build_type,
+         BENCH_SANITIZED ? ", sanitizers on" : "");
+  printf("allocator: dao_allocator_create(%s, \"%s\", %s%s%s)%s%s; %zu trace(s) from %s\n",
+         o->place_text, o->strategy, o->config != NULL ? "\"" : "",
+         o->config != NULL ? o->config : "NULL", o->config != NULL ? "\"" : "",
+         sim ? ", SIM cost profile " : "", sim ? profile : "", ntraces, source);
+  printf("place: %s, %s free of %s; %s\n", o->place_text,
+         format_bytes((double)free_bytes, b1, sizeof b1),
+         format_bytes((double)total_bytes, b2, sizeof b2),
+         dao_place_backend_description(place.kind));
+  if (!is_optimised_build_type(build_type) || BENCH_SANITIZED)
+    printf("WARNING: built as '%s'; the wall-clock times are not representative\n", build_type);
+  printf("\n%-22s %7s %10s %13s %7s %6s %10s %13s\n", "trace", "buffers", "max_load",
+         "(b)_reserved", "ratio", "(c)", "ns/op", "driver_ns/op");
+  fflush(stdout);
+  int failures = 0;
+  for (size_t i = 0; i < ntraces; ++i) {
+    const trace *t = &traces[i];
+    if (t->count == 0) continue;
+    void **ptrs = calloc(t->count, sizeof *ptrs);
+    if (ptrs == NULL) {
+      fprintf(stderr, "%s: out of host memory\n", prog);
+      return EXIT_ERROR;
+    }
+    dao_allocator_stats st;
+    double wall_ns = 0;
+    uint64_t driver_ns = 0;
+    char err[1024];
+    int failed = replay_on_place(o, t, place, ptrs, &st, &wall_ns, &driver_ns, err, sizeof err);
+    free(ptrs);
+    const double ops = 2.0 * (double)t->count;
+    if (failed) {
+      printf("%-22s %7zu FAILED: %s\n", t->name, t->count, err);
+      ++failures;
+      continue;
+    }
+    char driver[32] = "-";
+    if (sim) snprintf(driver, sizeof driver, "%.1f", (double)driver_ns / ops);
+    /* Byte counts without spaces, so that scripts can split the columns. */
+    format_bytes((double)t->max_load, b1, sizeof b1);
+    format_bytes((double)st.peak_reserved_bytes, b2, sizeof b2);
+    for (char *c = b1; *c != '\0'; ++c)
+      if (*c == ' ') *c = '_';
+    for (char *c = b2; *c != '\0'; ++c)
+      if (*c == ' ') *c = '_';
+    snprintf(b3, sizeof b3, "%.3fx", (double)st.peak_reserved_bytes / (double)t->max_load);
+    printf("%-22s %7zu %10s %13s %7s %6llu %10.1f %13s\n", t->name, t->count, b1, b2, b3,
+           (unsigned long long)st.system_alloc_count, wall_ns / ops, driver);
+    fflush(stdout);
+  }
+  printf("\n(b) peak_reserved_bytes of one replay on %s; ratio: to the max load\n"
+         "(c) system_alloc_count of that replay; ns/op: wall clock per allocation or free\n"
+         "driver_ns/op: %s\n",
+         o->place_text,
+         sim ? "the simulated driver time per operation (accounted, not slept; not in ns/op)"
+             : "- (real driver calls are inside ns/op)");
+  for (size_t i = 0; i < ntraces; ++i) free_trace(&traces[i]);
+  return failures != 0 ? EXIT_ERROR : 0;
+}
+
 int main(int argc, char **argv) {
   static options o; /* static: see probe_main */
   parse_options(argc, argv, &o);
@@ -1021,6 +1225,12 @@ int main(int argc, char **argv) {
   if (ntraces == 0) {
     fprintf(stderr, "%s: no trace selected; nothing to do\n", prog);
     return EXIT_SKIP;
+  }
+  if (o.place_text != NULL) {
+    int code = place_main(&o, traces, ntraces, source);
+    free(traces);
+    free(o.files);
+    return code;
   }
 
   /* The SIM cost profile the replays run with (DAO_SIM_COSTS, which the
