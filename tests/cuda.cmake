@@ -91,11 +91,15 @@ if(DAO_CUDA_ENABLED)
   # scripts/gpu-check.sh against the fake driver, so that the GPU check runs
   # on every CI machine: the tests, benchmark rows and replays it drives, on
   # small sizes and the small traces of bench/traces.
-  add_test(NAME gpu_check_fake
-           COMMAND ${PROJECT_SOURCE_DIR}/scripts/gpu-check.sh --quick --timeout 40
-                   --traces-only A,B ${PROJECT_BINARY_DIR} ${PROJECT_SOURCE_DIR}/bench/traces)
-  set_tests_properties(gpu_check_fake PROPERTIES LABELS "cuda" TIMEOUT 90 ENVIRONMENT
-    "${_dao_fake_cuda};FAKE_CUDA_DEVICES=1;FAKE_CUDA_CAPACITY=1073741824;OUT=${CMAKE_CURRENT_BINARY_DIR}/gpu-check")
+  # Only where the benchmarks are built (not in the sanitizer builds), and
+  # labelled bench too: it times them.
+  if(TARGET bench_alloc AND TARGET bench_traces)
+    add_test(NAME gpu_check_fake
+             COMMAND ${PROJECT_SOURCE_DIR}/scripts/gpu-check.sh --quick --timeout 40
+                     --traces-only A,B ${PROJECT_BINARY_DIR} ${PROJECT_SOURCE_DIR}/bench/traces)
+    set_tests_properties(gpu_check_fake PROPERTIES LABELS "cuda;bench" TIMEOUT 90 ENVIRONMENT
+      "${_dao_fake_cuda};FAKE_CUDA_DEVICES=1;FAKE_CUDA_CAPACITY=1073741824;OUT=${CMAKE_CURRENT_BINARY_DIR}/gpu-check")
+  endif()
 
   set_tests_properties(test_cuda_backend_fake test_cuda_backend_fake_no_vmm_device
                        test_cuda_backend_fake_no_vmm_driver
