@@ -894,8 +894,57 @@ static void test_host_tier_full(void **state) {
   assert_ok(dao_tiered_destroy(pool));
 }
 
+/* A kernel that waits for its own pool (issue 20): refused, never a hang. */
+typedef struct self_wait {
+  dao_tiered *pool;
+  dao_tensor *tensor;
+  dao_status sync, read, destroy, write;
+  char message[256];
+} self_wait;
+
+static dao_status k_waits_for_own_pool(void *user_data, void *const *inputs, size_t input_count,
+                                       void *const *outputs, size_t output_count,
+                                       dao_stream stream) {
+  self_wait *w = user_data;
+  uint32_t word[4] = {0};
+  (void)inputs;
+  (void)input_count;
+  (void)outputs;
+  (void)output_count;
+  (void)stream;
+  w->sync = dao_tiered_synchronize(w->pool);
+  snprintf(w->message, sizeof w->message, "%s", dao_last_error());
+  w->read = dao_tensor_read(w->tensor, word, sizeof word);
+  w->destroy = dao_tiered_destroy(w->pool);
+  w->write = dao_tensor_write(w->tensor, word, sizeof word); /* queues: allowed */
+  return DAO_OK;
+}
+
+static void test_kernel_waiting_for_its_pool(void **state) {
+  self_wait w;
+  dao_tensor *out = NULL;
+  uint32_t src[4] = {1, 2, 3, 4}, got[4] = {0};
+  (void)state;
+  memset(&w, 0, sizeof w);
+  assert_ok(dao_tiered_create(dao_place_sim(0), dao_place_cpu(), MIB, NULL, &w.pool));
+  assert_ok(dao_tensor_create(w.pool, sizeof src, &w.tensor));
+  assert_ok(dao_tensor_create(w.pool, sizeof src, &out));
+  assert_ok(dao_tensor_write(w.tensor, src, sizeof src));
+  assert_ok(dao_kernel_submit(w.pool, k_waits_for_own_pool, &w, &w.tensor, 1, &out, 1));
+  assert_ok(dao_tiered_synchronize(w.pool));
+  assert_int_equal(w.sync, DAO_ERR_INVALID_STATE);
+  assert_non_null(strstr(w.message, "executor thread"));
+  assert_int_equal(w.read, DAO_ERR_INVALID_STATE);
+  assert_int_equal(w.destroy, DAO_ERR_INVALID_STATE);
+  assert_int_equal(w.write, DAO_OK);
+  assert_ok(dao_tensor_read(w.tensor, got, sizeof got)); /* the kernel's write: zeros */
+  assert_int_equal(got[0], 0);
+  assert_ok(dao_tiered_destroy(w.pool));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_kernel_waiting_for_its_pool),
       cmocka_unit_test(test_exact_belady),
       cmocka_unit_test(test_exact_lru),
       cmocka_unit_test(test_compaction_evicts_only_what_is_needed),

@@ -65,6 +65,13 @@ typedef enum dao_tensor_state {
  *        before the tensors move), or compute directly on SIM memory.
  * @return ::DAO_OK, or any other status to report failure: the pool enters
  *         a failed state that dao_tiered_synchronize() reports.
+ *
+ * A kernel (and a scoring callback) runs on the pool's executor thread, so
+ * it must not wait for the pool: dao_tiered_synchronize(), dao_tensor_read()
+ * and dao_tiered_destroy() of its own pool return ::DAO_ERR_INVALID_STATE
+ * there instead of waiting for ever. dao_tensor_write(), dao_kernel_submit()
+ * (they queue work), dao_tensor_get_state(), dao_tiered_get_stats() and any
+ * other pool may be called.
  */
 typedef dao_status (*dao_kernel_fn)(void *user_data, void *const *inputs, size_t input_count,
                                     void *const *outputs, size_t output_count, dao_stream stream);
@@ -195,7 +202,9 @@ DAO_API dao_status dao_tensor_write(dao_tensor *tensor, const void *src, size_t 
  *                                  released tensor.
  * @retval DAO_ERR_INVALID_STATE    The tensor was never written, or holds
  *                                  no data because the pool failed before
- *                                  its first write ran (the message says).
+ *                                  its first write ran (the message says),
+ *                                  or the call comes from a kernel of the
+ *                                  tensor's pool (::dao_kernel_fn).
  * @par Thread safety
  * Safe to call from any thread.
  */
@@ -259,7 +268,9 @@ DAO_API dao_status dao_kernel_submit(dao_tiered *pool, dao_kernel_fn fn, void *u
  *                                  or the host tier was full; the message
  *                                  says which kernel (its submission number)
  *                                  and what happened. No data was lost:
- *                                  dao_tensor_read() still works.
+ *                                  dao_tensor_read() still works. Or the
+ *                                  call comes from a kernel of this pool
+ *                                  (::dao_kernel_fn): nothing waited.
  * @par Thread safety
  * Safe to call from any thread.
  */
@@ -284,6 +295,8 @@ DAO_API dao_status dao_tiered_get_stats(dao_tiered *pool, dao_tiered_stats *stat
  * @param[in] pool The pool.
  * @retval DAO_OK                   Destroyed.
  * @retval DAO_ERR_INVALID_ARGUMENT NULL or not a pool.
+ * @retval DAO_ERR_INVALID_STATE    Called from a kernel of this pool
+ *                                  (::dao_kernel_fn); nothing was destroyed.
  * @par Thread safety
  * No other call may use the pool or its tensors concurrently or afterwards.
  */

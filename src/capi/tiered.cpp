@@ -142,6 +142,7 @@ extern "C" dao_status dao_tiered_get_stats(dao_tiered* pool, dao_tiered_stats* s
 extern "C" dao_status dao_tiered_destroy(dao_tiered* pool) {
   return guarded([&] {
     dao_tiered& p = checked_tiered(pool, "dao_tiered_destroy");
+    p.impl->refuse_on_executor("dao_tiered_destroy");  // it would join its own thread
     p.magic = 0;
     delete &p;
   });

@@ -82,6 +82,9 @@ class executor {
   // Waits until every op queued so far has run or been discarded.
   void wait_drained(std::unique_lock<std::mutex>& lock);
   bool failed() const noexcept { return failed_; }
+  // Whether the caller is the executor thread: a kernel or a scoring
+  // callback of this pool (no mutex needed).
+  bool on_worker() const noexcept { return std::this_thread::get_id() == thread_.get_id(); }
   const std::string& fail_message() const noexcept { return fail_message_; }
 
  private:

@@ -169,7 +169,17 @@ void tiered_pool::write(tiered_tensor& t, const void* src, std::size_t bytes) {
   o.release();
 }
 
+void tiered_pool::refuse_on_executor(const char* function) const {
+  if (!executor_.on_worker()) return;
+  throw invalid_state(strprintf(
+      "%s: called from a kernel or scoring callback of this pool (on its executor thread), "
+      "where it would wait for that kernel itself; call it from another thread, after "
+      "dao_kernel_submit",
+      function));
+}
+
 void tiered_pool::read(tiered_tensor& t, void* dst, std::size_t bytes) {
+  refuse_on_executor("dao_tensor_read");
   if (dst == nullptr) throw invalid_argument("dao_tensor_read: dst must not be NULL");
   std::unique_lock<std::mutex> lock(mu_);
   check_tensor(&t, "dao_tensor_read", "tensor");
@@ -270,6 +280,7 @@ void tiered_pool::submit(dao_kernel_fn fn, void* user_data, tiered_tensor* const
 }
 
 void tiered_pool::synchronize() {
+  refuse_on_executor("dao_tiered_synchronize");
   std::unique_lock<std::mutex> lock(mu_);
   executor_.wait_drained(lock);
   if (executor_.failed()) {

@@ -48,6 +48,10 @@ class tiered_pool {
               std::size_t input_count, tiered_tensor* const* outputs, std::size_t output_count);
   void synchronize();
   void read_stats(dao_tiered_stats& out);
+  // Throws invalid_state when called on the executor thread (from a kernel
+  // or a scoring callback of this pool): `function` would wait for the
+  // kernel that calls it, for ever.
+  void refuse_on_executor(const char* function) const;
   // The stream kernels run on: the C API gives it the handle kernels get.
   stream_object& compute_stream() noexcept { return copies_.compute_stream(); }
 
