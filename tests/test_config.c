@@ -1,5 +1,7 @@
 /* Config strings through the public API: every malformed or unknown input is
  * an error with a message, and nothing is created. */
+#include <time.h>
+
 #include "dao_test.h"
 
 static void accepts_valid_configs(void **state) {
@@ -128,8 +130,36 @@ static void default_chunk_fits_small_devices(void **state) {
   assert_ok(dao_allocator_destroy(a));
 }
 
+/* 40,000 keys (issue 20: parsing was quadratic, 3.9 s to refuse this): the
+ * first unknown key is named, a duplicate at the very end is found, and the
+ * time is printed (never asserted). */
+static void many_keys_are_refused_in_linear_time(void **state) {
+  enum { kKeys = 40000 };
+  char *text = malloc((size_t)kKeys * 16 + 32);
+  size_t used = 0;
+  dao_allocator *a = NULL;
+  struct timespec t0, t1;
+  int i;
+  (void)state;
+  assert_non_null(text);
+  for (i = 0; i < kKeys; ++i) used += (size_t)sprintf(text + used, "%sk%d=1", i ? "," : "", i);
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  assert_failure_mentions(dao_allocator_create(dao_place_cpu(), "buddy", text, &a),
+                          DAO_ERR_INVALID_ARGUMENT, "unknown key 'k0'");
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  assert_null(a);
+  print_message("  %d keys refused in %.1f ms\n", kKeys,
+                (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6);
+  sprintf(text + used, ",k0=2");
+  assert_failure_mentions(dao_allocator_create(dao_place_cpu(), "buddy", text, &a),
+                          DAO_ERR_INVALID_ARGUMENT, "'k0' is given more than once");
+  assert_null(a);
+  free(text);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(many_keys_are_refused_in_linear_time),
       cmocka_unit_test(accepts_valid_configs),
       cmocka_unit_test(refuses_malformed_configs),
       cmocka_unit_test(unknown_strategy_lists_known_ones),

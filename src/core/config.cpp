@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <limits>
+#include <unordered_set>
 
 #include "core/error.hpp"
 #include "util/format.hpp"
@@ -95,6 +96,9 @@ std::size_t parse_size(std::string_view text, std::string_view what) {
 config config::parse(std::string_view text, std::string context) {
   config c;
   c.context_ = std::move(context);
+  // Keys seen so far, for the duplicate check: a set, not a scan of the
+  // entries, so that parsing stays linear (issue 20: 40,000 keys took 3.9 s).
+  std::unordered_set<std::string> seen;
   std::string_view rest = text;
   while (!rest.empty()) {
     std::size_t comma = rest.find(',');
@@ -117,7 +121,7 @@ config config::parse(std::string_view text, std::string context) {
       throw invalid_argument(strprintf("%s: '%.*s' has an empty key or value", c.context_.c_str(),
                                        static_cast<int>(item.size()), item.data()));
     }
-    if (c.find(key) != nullptr) {
+    if (!seen.insert(key).second) {
       throw invalid_argument(
           strprintf("%s: key '%s' is given more than once", c.context_.c_str(), key.c_str()));
     }
