@@ -114,6 +114,14 @@ std::unique_ptr<storage> make_continuous_storage(communicator& comm, int locatio
                     "(DAO_WHOLE_CHUNKED)",
                     place_to_string(mine).c_str()));
     }
+    // Whole pages of the object must fit the address space: rounded up, a
+    // size this close to SIZE_MAX would wrap to zero pages (issue 20).
+    if (total > SIZE_MAX - granularity + 1) {
+      throw invalid_argument(strprintf(
+          "dao_whole_create: desc->total_size %zu does not fit the address space in whole pages "
+          "of %zu bytes",
+          total, granularity));
+    }
   });
   agree_on_outcome(t, "dao_whole_create", checked);
   std::vector<std::uint64_t> granularities(static_cast<std::size_t>(comm.size()));

@@ -307,6 +307,20 @@ ROW(whole_create_enums, "dao_whole_create", "type 3, type -1, location 2",
   WHOLE_DONE(comm, w);
 })
 
+ROW(whole_create_wraps, "dao_whole_create",
+    "continuous, total_size rounding up past the address space (SIZE_MAX - 7, host and device)",
+    DAO_ERR_INVALID_ARGUMENT, "address space", {
+  WHOLE_MAKE(comm, w, -1)
+  WHOLE_DESC(d, SIZE_MAX - 7, 8)
+  dao_whole *out = SENTINEL;
+  d.type = DAO_WHOLE_CONTINUOUS;
+  BAD(dao_whole_create(comm, &d, &out));
+  d.location = DAO_WHOLE_HOST;
+  BAD(dao_whole_create(comm, &d, &out));
+  expect_null(out, "out");
+  WHOLE_DONE(comm, w);
+})
+
 ROW(whole_create_oom, "dao_whole_create", "a part larger than its SIM device",
     DAO_ERR_OUT_OF_MEMORY, "sim:", {
   WHOLE_MAKE(comm, w, -1)
