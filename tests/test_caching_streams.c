@@ -606,6 +606,33 @@ static void record_stream_foreign_place_stream(void **state) {
   drop_stream(other_sim);
 }
 
+/* A stream recorded on a block and destroyed before the block's free (issue
+ * 20: the allocator kept the destroyed handle and used it at the free, a use
+ * after free under ASan): the allocator keeps what it needs of the stream,
+ * and the free, the reuse and the destroy all work. */
+static void stream_destroyed_before_the_free(void **state) {
+  static const char *const configs[] = {NULL, "fast_reuse=true", "expandable_segments=false"};
+  size_t c;
+  (void)state;
+  for (c = 0; c < 3; ++c) {
+    dao_allocator *a = make(big_place(), configs[c]);
+    dao_stream sa = make_stream(big_place()), sb = make_stream(big_place());
+    void *p = alloc_ok(a, 64 * KIB, sa), *q;
+    dao_test_fill(p, 64 * KIB, 77);
+    assert_ok(dao_allocator_record_stream(a, p, sb));
+    drop_stream(sb); /* its work has run; the handle is gone */
+    assert_ok(dao_allocator_free(a, p));
+    q = alloc_ok(a, 64 * KIB, sa);
+    dao_test_fill(q, 64 * KIB, 78);
+    assert_ok(dao_allocator_free(a, q));
+    assert_ok(dao_stream_synchronize(sa));
+    assert_ok(dao_allocator_trim(a, NULL));
+    assert_int_equal(dao_test_stats(a).live_blocks, 0);
+    drop_stream(sa);
+    assert_ok(dao_allocator_destroy(a));
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(reuse_is_per_stream, baseline, cleanup),
@@ -616,6 +643,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(destroyed_streams_give_their_cache_back, baseline, cleanup),
       cmocka_unit_test_setup_teardown(concurrent_streams, baseline, cleanup),
       cmocka_unit_test_setup_teardown(record_stream_bad_input, baseline, cleanup),
+      cmocka_unit_test_setup_teardown(stream_destroyed_before_the_free, baseline, cleanup),
       cmocka_unit_test_setup_teardown(record_stream_foreign_place_stream, baseline, cleanup),
   };
   if (!no_caching_is(0)) return 2;

@@ -394,8 +394,10 @@ DAO_API dao_status dao_allocator_reset_accumulated_stats(dao_allocator *a);
  * @param[in] a      A stream-ordered allocator ("caching").
  * @param[in] ptr    A live pointer of @p a.
  * @param[in] stream The other stream, of the allocator's place; its own
- *                   stream or NULL does nothing. It must stay alive until
- *                   the block has been freed and its work has run.
+ *                   stream or NULL does nothing. It may be destroyed
+ *                   before the block is freed: the allocator keeps what it
+ *                   needs of the stream until the block's reuse no longer
+ *                   depends on it.
  * @retval DAO_OK                   Recorded.
  * @retval DAO_ERR_INVALID_ARGUMENT @p a is NULL, @p stream is not a stream
  *                                  handle, or it belongs to another place.

@@ -86,15 +86,15 @@ void stream_order::check_place(stream_handle stream, const dao_place& mine, cons
 }
 
 void stream_order::add_use(std::uint32_t index, stream_handle stream) {
-  std::vector<stream_handle>& uses = uses_[index];
-  if (std::find(uses.begin(), uses.end(), stream) == uses.end()) uses.push_back(stream);
+  std::vector<std::shared_ptr<stream_impl>>& uses = uses_[index];
+  if (std::find(uses.begin(), uses.end(), stream->impl) == uses.end()) uses.push_back(stream->impl);
 }
 
 std::size_t stream_order::defer_free(
     std::uint32_t index, const std::function<std::unique_ptr<event_impl>()>& new_event) {
   std::size_t queued = 0;
   try {
-    for (stream_handle other : uses_.at(index)) {
+    for (const std::shared_ptr<stream_impl>& other : uses_.at(index)) {
       std::unique_ptr<event_impl> event;
       if (!spare_events_.empty()) {
         event = std::move(spare_events_.back());
@@ -102,7 +102,7 @@ std::size_t stream_order::defer_free(
       } else {
         event = new_event();
       }
-      other->impl->record(*event);
+      other->record(*event);
       pending_.push_back(pending_free{std::move(event), index});
       ++queued;
     }

@@ -113,7 +113,10 @@ class stream_order {
   std::uint64_t last_stream_id_ = 0;
   std::uint64_t destroyed_seen_ = 0;              // destroyed_stream_count() at the last look
   std::uint32_t last_pools_[2] = {kNone, kNone};  // large, small of last_stream_
-  std::unordered_map<std::uint32_t, std::vector<stream_handle>> uses_;  // record_stream
+  // record_stream: the other streams of each block, by implementation, kept
+  // alive until the block's free has recorded its events on them, so that a
+  // stream destroyed in between is still there to record on (issue 20).
+  std::unordered_map<std::uint32_t, std::vector<std::shared_ptr<stream_impl>>> uses_;
   std::deque<pending_free> pending_;
   std::vector<std::unique_ptr<event_impl>> spare_events_;
 };
