@@ -13,6 +13,7 @@
 #include "tiered/transfers.hpp"
 #include "tiered/unlocked.hpp"
 #include "util/cpu_relax.hpp"
+#include "util/raw_enum.hpp"
 #include "util/format.hpp"
 
 namespace dao::detail {
@@ -270,12 +271,8 @@ void executor::run_kernel(tiered_op& o, std::unique_lock<std::mutex>& lock) {
   prefetch_after();
 
   // The kernel's status as the C code returned it: any int. Loading a value
-  // outside the enumerators as a dao_status would be undefined in C++, so
-  // the kernel is called through the same signature returning int (C enums
-  // are ints in the ABI).
-  using raw_kernel_fn =
-      int (*)(void*, void* const*, std::size_t, void* const*, std::size_t, dao_stream);
-  static_assert(sizeof(dao_status) == sizeof(int), "C enums are int-sized here");
+  // outside the enumerators as a dao_status would be undefined in C++, so it
+  // is stored as returned and read back as bytes (raw_enum), never loaded.
   int status = DAO_OK;
   std::uint64_t stall = 0;
   {
@@ -284,9 +281,9 @@ void executor::run_kernel(tiered_op& o, std::unique_lock<std::mutex>& lock) {
     copies_.wait_fence(fence);
     stall = static_cast<std::uint64_t>(
         std::chrono::duration_cast<std::chrono::nanoseconds>(steady::now() - t0).count());
-    status = reinterpret_cast<raw_kernel_fn>(o.fn)(o.user_data, in_ptrs.data(), in_ptrs.size(),
-                                                   out_ptrs.data(), out_ptrs.size(),
-                                                   copies_.compute_handle());
+    const dao_status returned = o.fn(o.user_data, in_ptrs.data(), in_ptrs.size(), out_ptrs.data(),
+                                     out_ptrs.size(), copies_.compute_handle());
+    status = raw_enum(returned);
     copies_.synchronize_compute();
   }
   stats_.stall_ns += stall;
