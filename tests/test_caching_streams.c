@@ -632,6 +632,24 @@ static void stream_destroyed_before_the_free(void **state) {
   }
 }
 
+/* A snapshot after the stream of a pool is destroyed reports the segment
+ * without touching the destroyed stream (found by fuzz_allocator: a use
+ * after free under ASan). */
+static void snapshot_after_its_stream_is_gone(void **state) {
+  dao_allocator *a = make(big_place(), NULL);
+  dao_stream s = make_stream(big_place());
+  void *p = alloc_ok(a, 64 * KIB, s);
+  dao_snapshot *snap = NULL;
+  size_t count = 0;
+  (void)state;
+  assert_ok(dao_allocator_free(a, p));
+  drop_stream(s);
+  assert_ok(dao_allocator_snapshot(a, &snap));
+  assert_ok(dao_snapshot_segment_count(snap, &count));
+  assert_true(count >= 1);
+  assert_ok(dao_snapshot_destroy(snap));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(reuse_is_per_stream, baseline, cleanup),
@@ -643,6 +661,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(concurrent_streams, baseline, cleanup),
       cmocka_unit_test_setup_teardown(record_stream_bad_input, baseline, cleanup),
       cmocka_unit_test_setup_teardown(stream_destroyed_before_the_free, baseline, cleanup),
+      cmocka_unit_test_setup_teardown(snapshot_after_its_stream_is_gone, baseline, cleanup),
       cmocka_unit_test_setup_teardown(record_stream_foreign_place_stream, baseline, cleanup),
   };
   if (!no_caching_is(0)) return 2;

@@ -110,7 +110,7 @@ std::unique_ptr<snapshot_data> build_snapshot(const segment_map& segments, const
     out.info.size = seg.size;
     out.info.mapped_bytes = seg.expandable ? seg.mapped_bytes : seg.size;
     out.info.pool = seg.small ? DAO_STAT_POOL_SMALL : DAO_STAT_POOL_LARGE;
-    out.info.stream = handle_of(streams.stream_of(seg.pool));
+    out.info.stream = streams.handle_of_pool(seg.pool);
     out.info.expandable = seg.expandable ? 1 : 0;
     for (std::uint32_t i = blocks.first_of(si); i != block_pool::kNone; i = blocks[i].next) {
       const block_pool::block& b = blocks[i];
@@ -122,7 +122,9 @@ std::unique_ptr<snapshot_data> build_snapshot(const segment_map& segments, const
       info.state = b.st == block_pool::state::free        ? DAO_BLOCK_FREE
                    : b.st == block_pool::state::allocated ? DAO_BLOCK_ALLOCATED
                                                           : DAO_BLOCK_PENDING_FREE;
-      info.stream = handle_of(b.stream);
+      // Its pool's stream (a block's stream is its pool's; the stream
+      // object itself may be destroyed by now: never dereferenced here).
+      info.stream = b.pool != block_pool::kNone ? streams.handle_of_pool(b.pool) : nullptr;
       out.blocks.push_back(info);
     }
     out.info.block_count = out.blocks.size();

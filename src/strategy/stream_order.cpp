@@ -48,6 +48,7 @@ void stream_order::bind(std::uint32_t pool_index, stream_handle stream, bool sma
   if (p.stream_id != id) {
     if (stream != nullptr) p.stream_ref = stream->impl;
     p.stream_id = id;
+    p.handle = handle_of(stream);  // live now: read it while it is
   }
   last_pools_[small ? 1 : 0] = pool_index;
 }

@@ -50,6 +50,10 @@ class stream_order {
   stream_handle stream_of(std::uint32_t pool_index) const noexcept {
     return pools_[pool_index].stream;
   }
+  // The handle of the stream of a pool, for reports (see pool_stream).
+  dao_stream handle_of_pool(std::uint32_t pool_index) const noexcept {
+    return pools_[pool_index].handle;
+  }
   // Memory freed on a stream may still be used by work queued there before
   // the free (stream-ordered free): before it goes back to the upstream,
   // that stream must have run its work. settled(): whether the stream of a
@@ -96,7 +100,10 @@ class stream_order {
 
  private:
   struct pool_stream {
-    stream_handle stream = nullptr;
+    stream_handle stream = nullptr;  // compared, never dereferenced: it may be gone
+    // The C API's handle of the stream, taken while it was live: what
+    // snapshots report (the stream object may be destroyed since).
+    dao_stream handle = nullptr;
     // The stream's implementation, weakly: expired once the handle is
     // destroyed (which first runs its work), so never waited for then.
     std::weak_ptr<stream_impl> stream_ref;
