@@ -128,10 +128,11 @@ class cuda_resource final : public system_resource {
   }
 
   // --- virtual memory, device memory only (the driver's virtual memory
-  // management API). cuMemUnmap cannot unmap part of what one cuMemMap
-  // mapped, while the caching strategy unmaps any granule-aligned part of
-  // what it mapped; so every granule gets a physical allocation and a
-  // mapping of its own.
+  // management API). Each map() call is one physical allocation with one
+  // mapping and one access call: the driver charges per physical allocation
+  // (cuMemSetAccess over 64 granules of 2 MiB costs 64 times one), so the
+  // caching strategy maps large pieces and unmaps exactly what one call
+  // mapped, which is all cuMemUnmap accepts (unmaps_in_part() is false).
   std::size_t map_granularity() const noexcept override {
     if (kind_ != cuda_memory::device) return 0;
     std::size_t g = granularity_.load(std::memory_order_acquire);
@@ -199,23 +200,14 @@ class cuda_resource final : public system_resource {
     check_pushed(scope);
     const cuda_driver_api& api = driver_.api();
     const CUmemAllocationProp prop = allocation_prop();
-    CUresult r = CUDA_SUCCESS;
-    const char* call = nullptr;
-    std::size_t done = 0;
-    for (; done < bytes; done += g) {
-      CUmemGenericAllocationHandle handle = 0;
-      r = api.mem_create(&handle, g, &prop, 0);
-      if (r != CUDA_SUCCESS) {
-        call = "cuMemCreate";
-        break;
-      }
-      r = api.mem_map(base + done, g, 0, handle, 0);
+    CUmemGenericAllocationHandle handle = 0;
+    const char* call = "cuMemCreate";
+    CUresult r = api.mem_create(&handle, bytes, &prop, 0);
+    if (r == CUDA_SUCCESS) {
+      call = "cuMemMap";
+      r = api.mem_map(base, bytes, 0, handle, 0);
       // The mapping keeps the memory alive; without one this frees it.
       api.mem_release(handle);
-      if (r != CUDA_SUCCESS) {
-        call = "cuMemMap";
-        break;
-      }
     }
     if (r == CUDA_SUCCESS) {
       CUmemAccessDesc access{};
@@ -225,9 +217,8 @@ class cuda_resource final : public system_resource {
       r = api.mem_set_access(base, bytes, &access, 1);
       if (r == CUDA_SUCCESS) return;
       call = "cuMemSetAccess";
+      api.mem_unmap(base, bytes);  // maps nothing on failure
     }
-    // Maps nothing on failure: undo this call's granules.
-    unmap_granules(base, done, g);
     if (r == CUDA_ERROR_OUT_OF_MEMORY) throw out_of_memory(oom_message(bytes, "map", call));
     throw backend_error(strprintf("%s: %s failed while mapping %s at %p: %s", name().c_str(), call,
                                   format_bytes(bytes).c_str(), addr,
@@ -249,8 +240,10 @@ class cuda_resource final : public system_resource {
     // segments synchronize here too). A failed synchronize leaves the
     // context unusable anyway: unmap regardless.
     driver_.api().ctx_synchronize();
-    unmap_granules(to_device(addr), bytes, g);
+    driver_.api().mem_unmap(to_device(addr), bytes);
   }
+
+  bool unmaps_in_part() const noexcept override { return false; }
 
  private:
   static constexpr std::size_t kGranularityUnknown = ~std::size_t(0);
@@ -315,14 +308,6 @@ class cuda_resource final : public system_resource {
     return g != kGranularityUnknown && g % kMinAlignment == 0 ? g : 0;
   }
 
-  // Unmaps [base, base+bytes) granule by granule, as map() mapped it; the
-  // context is current and no work uses the memory. Errors are ignored:
-  // there is no one to report to.
-  void unmap_granules(CUdeviceptr base, std::size_t bytes, std::size_t g) const noexcept {
-    for (std::size_t off = 0; off + g <= bytes; off += g) driver_.api().mem_unmap(base + off, g);
-  }
-
-  // Frees p; the right context is current.
   void release(void* p) const noexcept {
     if (kind_ == cuda_memory::pinned) {
       driver_.api().mem_free_host(p);

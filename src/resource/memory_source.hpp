@@ -64,7 +64,14 @@ class memory_source {
   // with memory. Throws out_of_memory when the place is full; maps nothing
   // then.
   virtual void map(void* addr, std::size_t bytes);
+  // Gives back mapped memory: any granule-aligned part of what map() mapped
+  // where unmaps_in_part(), else exactly the range of one map() call.
   virtual void unmap(void* addr, std::size_t bytes) noexcept;
+  // Whether unmap() may take part of what one map() call mapped (host
+  // pages), or only all of it: on a card each map() call is one physical
+  // allocation (cuMemUnmap refuses anything else), and the driver charges
+  // per call and per allocation, not per byte, so callers map large pieces.
+  virtual bool unmaps_in_part() const noexcept { return true; }
 };
 
 }  // namespace dao::detail

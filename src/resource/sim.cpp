@@ -4,7 +4,9 @@
 #include "resource/sim.hpp"
 
 #include <atomic>
+#include <cstdint>
 #include <cstdlib>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -124,13 +126,17 @@ class sim_device final : public system_resource {
   sim_cost_meter& meter() noexcept { return meter_; }
 
   // Virtual memory: addresses are free, mapped pages count against the
-  // capacity exactly as allocations do.
-  // With a card's profile, mapped in that card's granularity (and no
-  // larger pages: the granule is the card's page).
+  // capacity exactly as allocations do. With a card's profile, mapped in
+  // that card's granularity (and no larger pages: the granule is the
+  // card's page), and as the card's driver does it: each map() call is one
+  // physical allocation, charged as one, and only exactly the range of one
+  // map() call can be unmapped; anything else is refused and stays mapped,
+  // as cuMemUnmap refuses it.
   std::size_t map_granularity() const noexcept override { return granularity_; }
   std::size_t large_page_size() const noexcept override {
-    return meter_.profile().granularity != 0 ? 0 : host_huge_page_size();
+    return card_like() ? 0 : host_huge_page_size();
   }
+  bool unmaps_in_part() const noexcept override { return !card_like(); }
   void* reserve_addresses(std::size_t bytes) override {
     void* p = host_reserve(bytes);
     if (p == nullptr) {
@@ -152,21 +158,54 @@ class sim_device final : public system_resource {
   void map(void* addr, std::size_t bytes) override {
     if (faults::inject(faults::map))
       faults::raise_fault(faults::map, place_to_string(place()) + ": map");
-    take(bytes, 1);
+    const auto key = reinterpret_cast<std::uintptr_t>(addr);
+    if (card_like()) {
+      std::lock_guard<std::mutex> lock(mappings_mutex_);
+      mappings_.emplace(key, bytes);  // first: may throw, nothing mapped yet
+    }
+    try {
+      take(bytes, 1);
+    } catch (...) {
+      forget_mapping(key);
+      throw;
+    }
     if (!host_commit(addr, bytes)) {
       used_.fetch_sub(bytes, std::memory_order_relaxed);
+      forget_mapping(key);
       throw out_of_memory(strprintf("sim:%d: the host could not back %s of device memory", index_,
                                     format_bytes(bytes).c_str()));
     }
-    meter_.on_map(bytes, granularity_);
+    meter_.on_map(bytes, card_like() ? bytes : granularity_);
   }
   void unmap(void* addr, std::size_t bytes) noexcept override {
+    if (card_like()) {
+      std::lock_guard<std::mutex> lock(mappings_mutex_);
+      auto it = mappings_.find(reinterpret_cast<std::uintptr_t>(addr));
+      if (it == mappings_.end() || it->second != bytes) {
+        ++refused_unmaps_;
+        return;
+      }
+      mappings_.erase(it);
+    }
     host_decommit(addr, bytes);
     used_.fetch_sub(bytes, std::memory_order_relaxed);
-    meter_.on_unmap(bytes, granularity_);
+    meter_.on_unmap(bytes, card_like() ? bytes : granularity_);
+  }
+  // Unmaps refused because they were not exactly one map() call (card
+  // profiles): a caller that would fail on the card.
+  std::uint64_t refused_unmaps() const noexcept {
+    std::lock_guard<std::mutex> lock(mappings_mutex_);
+    return refused_unmaps_;
   }
 
  private:
+  bool card_like() const noexcept { return meter_.profile().granularity != 0; }
+  void forget_mapping(std::uintptr_t key) noexcept {
+    if (!card_like()) return;
+    std::lock_guard<std::mutex> lock(mappings_mutex_);
+    mappings_.erase(key);
+  }
+
   // Takes `bytes` rounded up to `unit` from the capacity, or throws the
   // out-of-memory a full GPU would give. Returns the rounded size.
   std::size_t take(std::size_t bytes, std::size_t unit) {
@@ -192,6 +231,9 @@ class sim_device final : public system_resource {
   std::atomic<std::size_t> used_{0};
   sim_cost_meter meter_;
   std::size_t granularity_;
+  mutable std::mutex mappings_mutex_;
+  std::map<std::uintptr_t, std::size_t> mappings_;  // card profiles: base -> bytes of each map()
+  std::uint64_t refused_unmaps_ = 0;
 };
 
 class sim_backend_impl final : public backend {

@@ -63,6 +63,12 @@ caching_options caching_options::from_config(config& cfg, const memory_source& u
   o.limit = limit_spec::take(cfg, true);
   if (auto v = cfg.take_bool("expandable_segments")) o.expandable_segments = *v;
   if (auto v = cfg.take_bool("fast_reuse")) o.fast_reuse = *v;
+  if (auto v = cfg.take_string("map_chunk"); v && *v != "auto") {
+    o.map_chunk = parse_size(*v, cfg.context() + ": map_chunk");
+    if (o.map_chunk == 0)
+      throw invalid_argument(
+          strprintf("%s: map_chunk='%s' must be 'auto' or a size > 0", ctx, v->c_str()));
+  }
   if (auto v = cfg.take_string("reserve_slack"))
     o.reserve_slack = parse_fraction_or_none(*v, "reserve_slack", ctx);
   const auto headroom = cfg.take_string("reserve_headroom");
@@ -86,14 +92,15 @@ std::string caching_options::effective_config(bool expandable) const {
   return strprintf(
       "max_split_size=%s,roundup_power2_divisions=%u,garbage_collection_threshold=%s,"
       "memory_fraction=%s,max_pool=%s,expandable_segments=%s,reserve_slack=%s,"
-      "reserve_headroom=%s,fast_reuse=%s",
+      "reserve_headroom=%s,fast_reuse=%s,map_chunk=%s",
       max_split_size == SIZE_MAX ? "0" : format_size_exact(max_split_size).c_str(),
       roundup_power2_divisions, format_double_exact(garbage_collection_threshold).c_str(),
       format_double_exact(limit.memory_fraction).c_str(), format_size_exact(limit.max_pool).c_str(),
       expandable_segments && expandable ? "true" : "false",
       reserve_slack < 0 ? "none" : format_double_exact(reserve_slack).c_str(),
       reserve_headroom < 0 ? "none" : format_double_exact(reserve_headroom).c_str(),
-      fast_reuse ? "true" : "false");
+      fast_reuse ? "true" : "false",
+      map_chunk == 0 ? "auto" : format_size_exact(map_chunk).c_str());
 }
 
 }  // namespace dao::detail

@@ -26,9 +26,11 @@ struct caching_options {
   double reserve_slack = -1;                // expandable: how far reserved may exceed
                                             // what is in use before cached pages are
                                             // given back to grow; < 0: never
-  double reserve_headroom = 0.1;            // expandable: how far reserved may exceed
+  double reserve_headroom = 0.05;           // expandable: how far reserved may exceed
                                             // the peak in use (since the last peak
                                             // reset) before cached pages go; < 0: never
+  std::size_t map_chunk = 0;                // expandable, on a card: the largest physical
+                                            // allocation one mapping makes; 0: auto
   bool no_caching = false;                  // DAO_NO_CACHING=1: every free goes back
   bool fast_reuse = false;                  // freed blocks wait unmerged in size-class
                                             // lists, merged before memory would grow

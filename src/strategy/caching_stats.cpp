@@ -84,9 +84,13 @@ std::size_t largest_free_block(const segment_map& segments, const block_pool& bl
         largest = std::max(largest, b.size);
         continue;
       }
+      // Contiguous mappings are one run (on a card each is a mapping).
       const std::size_t lo = b.addr - seg.base, hi = lo + b.size;
+      std::size_t run_start = 0, run_end = 0;
       for (const auto& [start, end] : seg.mapped) {
-        std::size_t a = std::max(start, lo), e = std::min(end, hi);
+        if (start != run_end) run_start = start;
+        run_end = end;
+        std::size_t a = std::max(run_start, lo), e = std::min(run_end, hi);
         if (a < e) largest = std::max(largest, e - a);
       }
     }

@@ -82,6 +82,7 @@ class limit_source final : public memory_source {
   system_resource& resource() noexcept override { return upstream_.resource(); }
   std::size_t map_granularity() const noexcept override { return upstream_.map_granularity(); }
   std::size_t large_page_size() const noexcept override { return upstream_.large_page_size(); }
+  bool unmaps_in_part() const noexcept override { return upstream_.unmaps_in_part(); }
   void* reserve_addresses(std::size_t bytes) override { return upstream_.reserve_addresses(bytes); }
   void release_addresses(void* base, std::size_t bytes) noexcept override {
     upstream_.release_addresses(base, bytes);

@@ -44,7 +44,7 @@ std::vector<strategy_entry> build_table() {
        "stream-ordered caching allocator (PyTorch's); device default",
        {"max_split_size", "max_split_size_mb", "roundup_power2_divisions",
         "garbage_collection_threshold", "memory_fraction", "max_pool", "expandable_segments",
-        "reserve_slack", "reserve_headroom", "fast_reuse"},
+        "reserve_slack", "reserve_headroom", "fast_reuse", "map_chunk"},
        make_caching},
       {"system", "no pooling: every allocation from the system resource", {}, make_system},
       {"limit",

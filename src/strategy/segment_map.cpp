@@ -14,6 +14,7 @@ constexpr std::size_t kLargeBuffer = caching_options::kLargeBuffer;  // 1-10 MiB
 constexpr std::size_t kMinLargeAlloc = std::size_t(10) << 20;
 constexpr std::size_t kRoundLarge = std::size_t(2) << 20;
 constexpr std::size_t kMaxArena = std::size_t(1) << 40;  // addresses per segment
+constexpr std::size_t kMapPage = std::size_t(20) << 20;  // growth past the budget, at most
 constexpr double kHeadroomStep = 0.05;        // reserve_headroom widens by this under churn
 constexpr double kMaxHeadroom = 1.0;          // and up to this
 constexpr std::uint64_t kChurnEvents = 256;   // releases that first widen it
@@ -37,6 +38,8 @@ segment_map::segment_map(memory_source& upstream, const caching_options& options
   headroom_ = options.reserve_headroom;
   churn_threshold_ = kChurnEvents;
   if (options.expandable_segments) granularity_ = upstream.map_granularity();
+  unmaps_in_part_ = upstream.unmaps_in_part();
+  map_chunk_ = options.map_chunk;
   if (granularity_ != 0) {
     const std::size_t large = upstream.large_page_size();
     if (large > granularity_ && large % granularity_ == 0) large_page_ = large;
@@ -189,21 +192,55 @@ void segment_map::release(std::uint32_t index) noexcept {
 
 // ----------------------------------------------------------------- pages
 
+std::size_t segment_map::first_ending_after(const segment& seg, std::size_t offset) noexcept {
+  auto it = std::upper_bound(seg.mapped.begin(), seg.mapped.end(), offset,
+                             [](std::size_t x, const interval& v) { return x < v.end; });
+  return static_cast<std::size_t>(it - seg.mapped.begin());
+}
+
 bool segment_map::backed(std::uint32_t index, std::uintptr_t start,
                          std::size_t bytes) const noexcept {
   const segment& seg = segments_[index];
   if (!seg.expandable) return true;
   const std::size_t lo = start - seg.base, hi = lo + bytes;
   if (hi <= seg.mapped_prefix) return true;
-  auto it = seg.mapped.upper_bound(lo);  // the intervals are merged: one must hold it all
-  if (it == seg.mapped.begin()) return false;
-  --it;
-  return it->second >= hi;
+  // The mapping holding `lo`, then its contiguous neighbours up to `hi`.
+  std::size_t i = first_ending_after(seg, lo);
+  if (i == seg.mapped.size() || seg.mapped[i].start > lo) return false;
+  std::size_t covered = seg.mapped[i].end;
+  while (covered < hi && ++i < seg.mapped.size() && seg.mapped[i].start == covered)
+    covered = seg.mapped[i].end;
+  return covered >= hi;
 }
 
 void segment_map::update_prefix(segment& seg) noexcept {
-  auto first = seg.mapped.begin();
-  seg.mapped_prefix = first != seg.mapped.end() && first->first == 0 ? first->second : 0;
+  std::size_t prefix = 0;
+  for (const interval& v : seg.mapped) {
+    if (v.start != prefix) break;
+    prefix = v.end;
+  }
+  seg.mapped_prefix = prefix;
+}
+
+// Records [start, end) as mapped; the capacity is there (reserved before
+// the upstream was called), so this cannot fail.
+void segment_map::insert_mapped(segment& seg, std::size_t start, std::size_t end,
+                                bool merge) noexcept {
+  std::vector<interval>& v = seg.mapped;
+  std::size_t pos = first_ending_after(seg, start);  // the first one past `start`
+  if (merge && pos > 0 && v[pos - 1].end == start) {
+    v[pos - 1].end = end;
+    if (pos < v.size() && v[pos].start == end) {
+      v[pos - 1].end = v[pos].end;
+      v.erase(v.begin() + static_cast<std::ptrdiff_t>(pos));
+    }
+    return;
+  }
+  if (merge && pos < v.size() && v[pos].start == end) {
+    v[pos].start = start;
+    return;
+  }
+  v.insert(v.begin() + static_cast<std::ptrdiff_t>(pos), interval{start, end});
 }
 
 // How far past a request to map when a segment grows at its end: a sixteenth
@@ -224,19 +261,16 @@ bool segment_map::plan_mapping(std::uint32_t index, std::uintptr_t start, std::s
   // Unmapped gaps in [lo, hi).
   int n = 0;
   std::size_t cursor = lo;
-  auto it = seg.mapped.upper_bound(cursor);
-  if (it != seg.mapped.begin() && std::prev(it)->second > cursor) cursor = std::prev(it)->second;
-  while (cursor < hi) {
-    it = seg.mapped.lower_bound(cursor);
-    std::size_t gap_end = it == seg.mapped.end() ? hi : std::min(hi, it->first);
+  for (std::size_t i = first_ending_after(seg, lo); cursor < hi; ++i) {
+    const std::size_t gap_end = i < seg.mapped.size() ? std::min(hi, seg.mapped[i].start) : hi;
     if (gap_end > cursor) {
       if (n == 64) break;  // mapped below; the rest on a later call
       m.gaps[n][0] = cursor;
       m.gaps[n][1] = gap_end;
       ++n;
     }
-    if (it == seg.mapped.end()) break;
-    cursor = std::max(cursor, it->second);
+    if (i >= seg.mapped.size()) break;
+    cursor = std::max(cursor, seg.mapped[i].end);
   }
   m.n = n;
   if (n == 0) return false;
@@ -244,7 +278,7 @@ bool segment_map::plan_mapping(std::uint32_t index, std::uintptr_t start, std::s
   for (int i = 0; i < n; ++i) total += m.gaps[i][1] - m.gaps[i][0];
   // Growing at the end of what is mapped: map a little ahead.
   std::size_t ahead = 0;
-  if (m.gaps[n - 1][1] == hi && (seg.mapped.empty() || seg.mapped.rbegin()->second <= hi)) {
+  if (m.gaps[n - 1][1] == hi && (seg.mapped.empty() || seg.mapped.back().end <= hi)) {
     ahead = std::min(map_ahead(seg), seg.size - hi);
     m.gaps[n - 1][1] += ahead;
     total += ahead;
@@ -274,12 +308,21 @@ std::size_t segment_map::over_budget(mapping& m, std::size_t bytes) const noexce
   const std::size_t budget = reserve_budget(bytes);
   const auto reserved = static_cast<std::size_t>(stats_.total(DAO_STAT_RESERVED_BYTES));
   // Over the budget: first map no look-ahead, then give back cached pages.
+  std::size_t pad = 0;  // may pass the budget
   if (reserved + m.total > budget && m.ahead > 0) {
-    m.gaps[m.n - 1][1] -= m.ahead;
-    m.total -= m.ahead;
-    m.ahead = 0;
+    // On a card, still map up to the next page boundary, as PyTorch maps
+    // whole pages: a segment growing in small steps then pays one driver
+    // call per page, not one per step, for at most a page past the budget.
+    // (Host pages cost little to map, and much more when a budget is
+    // ignored.)
+    const std::size_t end = m.gaps[m.n - 1][1] - m.ahead;
+    const std::size_t keep = unmaps_in_part_ ? 0 : std::min(m.ahead, round_up(end, kMapPage) - end);
+    m.gaps[m.n - 1][1] -= m.ahead - keep;
+    m.total -= m.ahead - keep;
+    m.ahead = pad = keep;
   }
-  return reserved + m.total > budget ? reserved + m.total - budget : 0;
+  const std::size_t wanted = reserved + m.total - pad;
+  return wanted > budget ? wanted - budget : 0;
 }
 
 // Each release for the budget is system calls paid for memory saved, and the
@@ -300,69 +343,125 @@ void segment_map::note_churn() noexcept {
   }
 }
 
+// The largest physical allocation one map() call makes on a card (see
+// docs/caching.md, "Mapping on a card"): the map_chunk option, else a
+// sixteenth of what the segment will map, 20 MiB (PyTorch's large page)
+// times a power of two, up to 1 GiB. The driver charges per allocation,
+// nearly whatever its size; what stays mapped because a live block holds
+// part of an allocation is bounded by the same sixteenth.
+std::size_t segment_map::chunk_limit(const segment& seg, std::size_t adding) const noexcept {
+  if (map_chunk_ != 0) return std::max(granularity_, round_down(map_chunk_, granularity_));
+  const std::size_t basis = std::min((seg.mapped_bytes + adding) / 16, std::size_t(1) << 30);
+  std::size_t chunk = kMapPage;
+  while (chunk * 2 <= basis) chunk *= 2;
+  return round_up(chunk, granularity_);
+}
+
 void segment_map::map(std::uint32_t index, const mapping& m) {
   segment& seg = segments_[index];
   const int n = m.n;
   if (!within_limit(m.total)) throw out_of_memory("the allocator's limit would be exceeded");
-  int done = 0;
+  // The pieces, each one upstream map() call: a gap where the upstream
+  // unmaps in part; on a card, pieces of at most chunk_limit(), even in
+  // size. Room to record them is made first: nothing can fail after the
+  // upstream has mapped.
+  const std::size_t chunk = unmaps_in_part_ ? SIZE_MAX : chunk_limit(seg, m.total);
+  std::vector<interval> pieces;
+  std::size_t count = 0;
+  for (int i = 0; i < n; ++i) {
+    const std::size_t len = m.gaps[i][1] - m.gaps[i][0];
+    count += len / chunk + (len % chunk != 0);
+  }
+  pieces.reserve(count);
+  seg.mapped.reserve(seg.mapped.size() + count + 1);
+  for (int i = 0; i < n; ++i) {
+    const std::size_t a = m.gaps[i][0], len = m.gaps[i][1] - a;
+    const std::size_t k = len / chunk + (len % chunk != 0);
+    const std::size_t piece = round_up((len + k - 1) / k, granularity_);
+    for (std::size_t at = a; at < a + len; at += piece)
+      pieces.push_back(interval{at, std::min(a + len, at + piece)});
+  }
+  std::size_t done = 0;
   try {
-    for (; done < n; ++done)
-      upstream_.map(reinterpret_cast<void*>(seg.base + m.gaps[done][0]),
-                    m.gaps[done][1] - m.gaps[done][0]);
+    for (; done < pieces.size(); ++done)
+      upstream_.map(reinterpret_cast<void*>(seg.base + pieces[done].start),
+                    pieces[done].end - pieces[done].start);
   } catch (...) {
-    for (int i = 0; i < done; ++i)
-      upstream_.unmap(reinterpret_cast<void*>(seg.base + m.gaps[i][0]),
-                      m.gaps[i][1] - m.gaps[i][0]);
+    for (std::size_t i = 0; i < done; ++i)
+      upstream_.unmap(reinterpret_cast<void*>(seg.base + pieces[i].start),
+                      pieces[i].end - pieces[i].start);
     throw;
   }
-  for (int i = 0; i < n; ++i) {
-    poison(seg.base + m.gaps[i][0], m.gaps[i][1] - m.gaps[i][0]);  // free until carved
-    std::size_t a = m.gaps[i][0], b = m.gaps[i][1];
-    // Coalesce with the intervals on either side.
-    auto next = seg.mapped.lower_bound(a);
-    if (next != seg.mapped.end() && next->first == b) {
-      b = next->second;
-      next = seg.mapped.erase(next);
-    }
-    if (next != seg.mapped.begin() && std::prev(next)->second == a) std::prev(next)->second = b;
-    else seg.mapped.emplace(a, b);
-    seg.mapped_bytes += m.gaps[i][1] - m.gaps[i][0];
-    stats_.count(DAO_STAT_RESERVED_BYTES, seg.small,
-                 static_cast<std::int64_t>(m.gaps[i][1] - m.gaps[i][0]));
+  for (const interval& p : pieces) {
+    poison(seg.base + p.start, p.end - p.start);  // free until carved
+    insert_mapped(seg, p.start, p.end, unmaps_in_part_);
+    seg.mapped_bytes += p.end - p.start;
+    stats_.count(DAO_STAT_RESERVED_BYTES, seg.small, static_cast<std::int64_t>(p.end - p.start));
     ++stats_.counters().system_alloc_count;
   }
   update_prefix(seg);
 }
 
+void segment_map::unmap_whole(segment& seg, std::size_t i) noexcept {
+  const interval v = seg.mapped[i];
+  unpoison(seg.base + v.start, v.end - v.start);
+  upstream_.unmap(reinterpret_cast<void*>(seg.base + v.start), v.end - v.start);
+  ++stats_.counters().system_free_count;
+  seg.mapped.erase(seg.mapped.begin() + static_cast<std::ptrdiff_t>(i));
+}
+
 std::size_t segment_map::unmap_range(std::uint32_t index, std::uintptr_t from, std::uintptr_t to,
                                      std::size_t limit, std::size_t unit) noexcept {
   segment& seg = segments_[index];
+  if (!unmaps_in_part_) unit = 1;  // whole mappings: their bounds are granule-aligned
   const std::size_t lo = round_up(from - seg.base, unit);
   const std::size_t hi = round_down(to - seg.base, unit);
   if (lo >= hi || limit == 0) return 0;
   std::size_t released = 0;
-  // The mapped intervals that overlap [lo, hi), highest first.
-  auto it = seg.mapped.lower_bound(hi);
-  while (released < limit && it != seg.mapped.begin()) {
-    --it;
-    const std::size_t a = it->first, e = it->second;
+  // The mappings that overlap [lo, hi), highest first.
+  std::vector<interval>& v = seg.mapped;
+  std::size_t i = first_ending_after(seg, hi);
+  if (i < v.size() && v[i].start < hi) ++i;  // it overlaps hi: look at it too
+  while (released < limit && i > 0) {
+    --i;
+    const std::size_t a = v[i].start, e = v[i].end;
     if (e <= lo) break;
+    if (!unmaps_in_part_) {
+      if (a >= lo && e <= hi) {
+        unmap_whole(seg, i);
+        released += e - a;
+      }
+      continue;
+    }
     const std::size_t cut_hi = round_down(std::min(e, hi), unit);
     std::size_t cut_lo = round_up(std::max(a, lo), unit);
     if (cut_lo >= cut_hi) continue;
     if (limit != SIZE_MAX && cut_hi - cut_lo > limit - released)
       cut_lo = cut_hi - round_up(limit - released, unit);
+    const bool keep_low = a < cut_lo, keep_high = cut_hi < e;
+    if (keep_low && keep_high && v.size() == v.capacity()) {
+      // The cut leaves two runs: one more entry, whose room map() kept
+      // unless an earlier cut took it. Without memory for it, this run
+      // stays mapped (and recorded) rather than being lost.
+      try {
+        v.reserve(v.size() + 8);
+      } catch (...) {
+        continue;
+      }
+    }
     unpoison(seg.base + cut_lo, cut_hi - cut_lo);
     upstream_.unmap(reinterpret_cast<void*>(seg.base + cut_lo), cut_hi - cut_lo);
     released += cut_hi - cut_lo;
     ++stats_.counters().system_free_count;
-    it = seg.mapped.erase(it);
-    // What stays mapped on either side of the cut. Node allocation may fail:
-    // those pages then stay mapped but uncounted until the segment goes.
-    try {
-      if (cut_hi < e) seg.mapped.emplace(cut_hi, e);
-      if (a < cut_lo) it = seg.mapped.emplace(a, cut_lo).first;
-    } catch (...) {
+    if (keep_low && keep_high) {
+      v[i].end = cut_lo;
+      v.insert(v.begin() + static_cast<std::ptrdiff_t>(i + 1), interval{cut_hi, e});
+    } else if (keep_low) {
+      v[i].end = cut_lo;
+    } else if (keep_high) {
+      v[i].start = cut_hi;
+    } else {
+      v.erase(v.begin() + static_cast<std::ptrdiff_t>(i));
     }
   }
   seg.mapped_bytes -= released;

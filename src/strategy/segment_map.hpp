@@ -36,6 +36,11 @@ class segment_map {
  public:
   static constexpr std::uint32_t kNone = UINT32_MAX;
 
+  // A mapped range of an expandable segment, as offsets [start, end).
+  struct interval {
+    std::size_t start = 0;
+    std::size_t end = 0;
+  };
   struct segment {
     std::uintptr_t base = 0;
     std::size_t size = 0;  // bytes of addresses
@@ -43,7 +48,12 @@ class segment_map {
     bool small = false;  // of a small pool (for the statistics)
     bool expandable = false;
     bool live = false;
-    std::map<std::size_t, std::size_t> mapped;  // expandable: offset -> end
+    // Expandable: what is mapped, sorted. Where the upstream unmaps in part
+    // (host pages) neighbours are merged; on a card each is what one map()
+    // call mapped, one physical allocation, unmapped only whole. Its
+    // capacity keeps room for one more entry, so that cutting a range out
+    // never needs memory (defect: a failed insertion lost live pages).
+    std::vector<interval> mapped;
     std::size_t mapped_bytes = 0;
     std::size_t mapped_prefix = 0;  // [0, mapped_prefix) is mapped: the fast check
   };
@@ -71,6 +81,11 @@ class segment_map {
 
   // Whether segments are expandable (the upstream maps memory).
   bool expandable() const noexcept { return granularity_ != 0; }
+  // Whether a mapping is unmapped only whole (a card's physical
+  // allocations), and the largest one map() call makes then, when `adding`
+  // bytes are about to be mapped.
+  bool whole_mappings() const noexcept { return !unmaps_in_part_; }
+  std::size_t chunk_limit(const segment& seg, std::size_t adding) const noexcept;
   std::size_t granularity() const noexcept { return granularity_; }
   std::size_t large_page() const noexcept { return large_page_; }
 
@@ -106,14 +121,17 @@ class segment_map {
   // Cached pages were given back to keep within the budget: when that comes
   // often, the headroom widens.
   void note_churn() noexcept;
-  // Maps the gaps of `m`, all or nothing. Throws out_of_memory past the limit.
+  // Maps the gaps of `m`, all or nothing: on a card in physical allocations
+  // of at most chunk_limit() each. Throws out_of_memory past the limit.
   void map(std::uint32_t index, const mapping& m);
   // Under pressure: map no more than needed.
   void set_exact_mapping(bool exact) noexcept { exact_mapping_ = exact; }
   // Unmaps the mapped runs of `unit` bytes (granules, or large pages) that
   // lie wholly inside [from, to), a free range of an expandable segment,
   // from the highest down, until at least `limit` bytes (rounded up to
-  // units) are given back. Returns the bytes given back.
+  // units) are given back; on a card, the whole mappings that lie inside
+  // it (`unit` does not apply). Returns the bytes given back. Needs no
+  // memory: where a cut would, and none is left, that run stays mapped.
   std::size_t unmap_range(std::uint32_t index, std::uintptr_t from, std::uintptr_t to,
                           std::size_t limit, std::size_t unit) noexcept;
 
@@ -134,6 +152,10 @@ class segment_map {
   std::size_t map_ahead(const segment& seg) const noexcept;
   std::size_t reserve_budget(std::size_t request) const noexcept;
   static void update_prefix(segment& seg) noexcept;
+  static std::size_t first_ending_after(const segment& seg, std::size_t offset) noexcept;
+  static void insert_mapped(segment& seg, std::size_t start, std::size_t end, bool merge) noexcept;
+  void map_gap(segment& seg, std::size_t start, std::size_t end, std::size_t chunk);
+  void unmap_whole(segment& seg, std::size_t i) noexcept;
   void poison(std::uintptr_t addr, std::size_t bytes) const noexcept {
     if (host_memory_) asan_poison(reinterpret_cast<const void*>(addr), bytes);
   }
@@ -148,6 +170,8 @@ class segment_map {
   bool host_memory_ = false;           // upstream_.host_accessible(), for poisoning
   std::size_t granularity_ = 0;        // 0: no virtual memory upstream
   std::size_t large_page_ = 0;         // upstream's large pages (a multiple of it), or 0
+  bool unmaps_in_part_ = true;         // upstream_.unmaps_in_part()
+  std::size_t map_chunk_ = 0;          // map_chunk option: largest mapping on a card, 0 auto
   std::size_t arena_size_ = 0;         // addresses reserved per expandable segment
   bool exact_mapping_ = false;         // under pressure: map no more than needed
   double headroom_ = -1;               // reserve_headroom in effect (widens under churn)
