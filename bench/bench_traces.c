@@ -1089,8 +1089,8 @@ static int place_main(const options *o, trace *traces, size_t ntraces, const cha
          dao_place_backend_description(place.kind));
   if (!is_optimised_build_type(build_type) || BENCH_SANITIZED)
     printf("WARNING: built as '%s'; the wall-clock times are not representative\n", build_type);
-  printf("\n%-22s %7s %10s %13s %7s %6s %10s %13s\n", "trace", "buffers", "max_load",
-         "(b)_reserved", "ratio", "(c)", "ns/op", "driver_ns/op");
+  printf("\n%-22s %7s %10s %13s %7s %6s %6s %10s %13s %12s\n", "trace", "buffers", "max_load",
+         "(b)_reserved", "ratio", "(c)", "(d)", "ns/op", "driver_ns/op", "total_ns/op");
   fflush(stdout);
   int failures = 0;
   for (size_t i = 0; i < ntraces; ++i) {
@@ -1113,8 +1113,11 @@ static int place_main(const options *o, trace *traces, size_t ntraces, const cha
       ++failures;
       continue;
     }
-    char driver[32] = "-";
-    if (sim) snprintf(driver, sizeof driver, "%.1f", (double)driver_ns / ops);
+    char driver[32] = "-", total[32] = "-";
+    if (sim) {
+      snprintf(driver, sizeof driver, "%.1f", (double)driver_ns / ops);
+      snprintf(total, sizeof total, "%.1f", ((double)driver_ns + wall_ns) / ops);
+    }
     /* Byte counts without spaces, so that scripts can split the columns. */
     format_bytes((double)t->max_load, b1, sizeof b1);
     format_bytes((double)st.peak_reserved_bytes, b2, sizeof b2);
@@ -1123,13 +1126,15 @@ static int place_main(const options *o, trace *traces, size_t ntraces, const cha
     for (char *c = b2; *c != '\0'; ++c)
       if (*c == ' ') *c = '_';
     snprintf(b3, sizeof b3, "%.3fx", (double)st.peak_reserved_bytes / (double)t->max_load);
-    printf("%-22s %7zu %10s %13s %7s %6llu %10.1f %13s\n", t->name, t->count, b1, b2, b3,
-           (unsigned long long)st.system_alloc_count, wall_ns / ops, driver);
+    printf("%-22s %7zu %10s %13s %7s %6llu %6llu %10.1f %13s %12s\n", t->name, t->count, b1, b2, b3,
+           (unsigned long long)st.system_alloc_count, (unsigned long long)st.system_free_count,
+           wall_ns / ops, driver, total);
     fflush(stdout);
   }
   printf("\n(b) peak_reserved_bytes of one replay on %s; ratio: to the max load\n"
-         "(c) system_alloc_count of that replay; ns/op: wall clock per allocation or free\n"
-         "driver_ns/op: %s\n",
+         "(c) system_alloc_count of that replay (on a card: physical allocations mapped),\n"
+         "(d) its system_free_count (unmapped); ns/op: wall clock per allocation or free\n"
+         "driver_ns/op: %s; total_ns/op: both\n",
          o->place_text,
          sim ? "the simulated driver time per operation (accounted, not slept; not in ns/op)"
              : "- (real driver calls are inside ns/op)");

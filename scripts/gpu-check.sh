@@ -193,29 +193,29 @@ DAO_SIM_COSTS=h200 run bench_traces-sim "$bt" --place sim:0 --traces "$traces" -
 rc_sim=$?
 sim_traces=$step_out
 [ $rc_card = 0 ] && [ $rc_sim = 0 ] || failed=1
-# "ratio sys ns/op driver_ns/op" of a trace row, or "-".
+# "ratio maps unmaps ns/op driver_ns/op" of a trace row, or "-".
 trace_figures() { # OUTPUT NAME
   printf '%s\n' "$1" | awk -v n="$2" '
     $1 == n && $3 == "FAILED:" { print "FAILED"; found = 1; exit }
-    $1 == n && NF == 8 { print $5, $6, $7, $8; found = 1; exit }
+    $1 == n && NF == 10 { print $5, $6, $7, $8, $9; found = 1; exit }
     END { if (!found) print "-" }'
 }
 names=$(printf '%s\n%s\n' "$card_traces" "$sim_traces" |
-  awk 'NF == 8 && $5 ~ /x$/ { print $1 } $3 == "FAILED:" { print $1 }' | sort -u)
+  awk 'NF == 10 && $5 ~ /x$/ { print $1 } $3 == "FAILED:" { print $1 }' | sort -u)
 if [ -z "$names" ]; then
   row "bench_traces" "$(status_word $rc_card)/$(status_word $rc_sim)" \
     "$(printf '%s' "$card_traces" | tail -n 1 | cut -c1-80)" \
     "$(printf '%s' "$sim_traces" | tail -n 1 | cut -c1-80)"
 fi
 for name in $names; do
-  read -r c_ratio c_sys c_ns _ <<<"$(trace_figures "$card_traces" "$name")"
-  read -r s_ratio s_sys s_ns s_drv <<<"$(trace_figures "$sim_traces" "$name")"
+  read -r c_ratio c_sys c_free c_ns _ <<<"$(trace_figures "$card_traces" "$name")"
+  read -r s_ratio s_sys s_free s_ns s_drv <<<"$(trace_figures "$sim_traces" "$name")"
   card="-"
   sim="-"
-  [ "${c_ratio:--}" = "-" ] || [ "$c_ratio" = FAILED ] || card="$c_ratio, $c_sys sys, $c_ns ns/op"
+  [ "${c_ratio:--}" = "-" ] || [ "$c_ratio" = FAILED ] || card="$c_ratio, $c_sys/$c_free sys, $c_ns ns/op"
   [ "$c_ratio" = FAILED ] && card="FAILED (see the log)"
   [ "${s_ratio:--}" = "-" ] || [ "$s_ratio" = FAILED ] ||
-    sim="$s_ratio, $s_sys sys, $s_drv driver + $s_ns cpu ns/op"
+    sim="$s_ratio, $s_sys/$s_free sys, $s_drv driver + $s_ns cpu ns/op"
   [ "$s_ratio" = FAILED ] && sim="FAILED (see the log)"
   row "bench_traces" "$name" "$card" "$sim"
 done

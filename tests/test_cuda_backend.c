@@ -849,7 +849,10 @@ static void test_fake_caching_segments(void **state) {
     void *p[kCount];
     struct segments seg;
     size_t k, released = 0, used_before;
-    assert_int_equal(dao_allocator_create(place, "caching", NULL, &a), DAO_OK);
+    /* Mappings of one granule each (map_chunk), so that a trim can give
+       back a freed block between live ones: the default maps 20 MiB pages,
+       which these blocks share. */
+    assert_int_equal(dao_allocator_create(place, "caching", "map_chunk=2MiB", &a), DAO_OK);
     assert_int_equal(dao_allocator_info(a, NULL, &strategy, &config), DAO_OK);
     assert_string_equal(strategy, "caching");
     assert_contains(config, expect_vmm ? "expandable_segments=true" : "expandable_segments=false");
@@ -877,8 +880,8 @@ static void test_fake_caching_segments(void **state) {
     }
 
     /* Free the middle 4 MiB block and trim: its granules go back (in an
-       expandable segment: a part of what one map() call mapped), the
-       neighbours keep their data. */
+       expandable segment: the mappings wholly inside it, each unmapped
+       whole, as the driver demands), the neighbours keep their data. */
     used_before = fake.used(device);
     assert_int_equal(dao_allocator_free(a, p[2]), DAO_OK);
     assert_int_equal(dao_allocator_trim(a, &released), DAO_OK);
@@ -933,7 +936,10 @@ static void test_fake_caching_exhaustion(void **state) {
     void *ptrs[kMax], *big = NULL;
     size_t n = 0, k, used;
     dao_status s = DAO_OK;
-    assert_int_equal(dao_allocator_create(place, "caching", NULL, &a), DAO_OK);
+    /* One granule per mapping (map_chunk), so that what is mapped can be
+       counted in granules; the default's larger mappings fill it too
+       (test_fake_caching_exhaustion_default). */
+    assert_int_equal(dao_allocator_create(place, "caching", "map_chunk=2MiB", &a), DAO_OK);
     while (n < kMax &&
            (s = dao_allocator_alloc(a, block, DAO_STREAM_DEFAULT, &ptrs[n])) == DAO_OK) {
       fill(ptrs[n], 4096, (unsigned)n);
@@ -982,8 +988,46 @@ static void test_fake_caching_exhaustion(void **state) {
   }
 }
 
+/* The same with the default's mappings (20 MiB pages and larger): the
+   device still fills to its last granule, every mapping is unmapped whole
+   (the fake refuses anything else), and the data stays. */
+static void test_fake_caching_exhaustion_default(void **state) {
+  enum { kMax = 64 };
+  const size_t block = 4 * MiB;
+  dao_allocator *a = NULL;
+  void *ptrs[kMax];
+  size_t n = 0, k, released = 0;
+  dao_status s = DAO_OK;
+  (void)state;
+  if (!expect_vmm) skip();
+  trim_place_defaults();
+  assert_int_equal(dao_allocator_create(dao_place_cuda(0), "caching", NULL, &a), DAO_OK);
+  while (n < kMax && (s = dao_allocator_alloc(a, block, DAO_STREAM_DEFAULT, &ptrs[n])) == DAO_OK) {
+    fill(ptrs[n], 4096, (unsigned)n);
+    ++n;
+  }
+  assert_int_equal(s, DAO_ERR_OUT_OF_MEMORY);
+  assert_int_equal(n, device_capacity / block);
+  assert_int_equal(fake.used(0), device_capacity);
+  assert_int_equal(segments_of(a).mapped, device_capacity);
+  /* Every other block freed: a trim gives back only mappings no live block
+     touches, whole, and reserved memory stays what the driver holds. */
+  for (k = 0; k < n; k += 2) assert_int_equal(dao_allocator_free(a, ptrs[k]), DAO_OK);
+  assert_int_equal(dao_allocator_trim(a, &released), DAO_OK);
+  assert_int_equal(fake.used(0), device_capacity - released);
+  assert_int_equal(segments_of(a).mapped, fake.used(0));
+  for (k = 1; k < n; k += 2) assert_filled(ptrs[k], 4096, (unsigned)k);
+  for (k = 1; k < n; k += 2) assert_int_equal(dao_allocator_free(a, ptrs[k]), DAO_OK);
+  assert_int_equal(dao_allocator_trim(a, NULL), DAO_OK);
+  assert_int_equal(fake.used(0), 0);
+  assert_int_equal(dao_allocator_destroy(a), DAO_OK);
+  assert_no_vmm_left();
+  assert_context_balanced();
+}
+
 /* Driver failures while mapping: the error names the call, and what the
-   failed map() had mapped is undone. */
+   failed mapping had mapped, and the mappings made before it for the same
+   request, are undone. */
 static void test_fake_vmm_driver_errors(void **state) {
   static const struct {
     const char *call;
@@ -1010,7 +1054,10 @@ static void test_fake_vmm_driver_errors(void **state) {
   for (i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
     dao_allocator *a = NULL;
     void *p = NULL;
-    assert_int_equal(dao_allocator_create(dao_place_cuda(0), "caching", NULL, &a), DAO_OK);
+    /* 8 MiB in four mappings (map_chunk), so that a call can fail after
+       others succeeded: those are undone too. */
+    assert_int_equal(dao_allocator_create(dao_place_cuda(0), "caching", "map_chunk=2MiB", &a),
+                     DAO_OK);
     fake.fail_call(cases[i].call, cases[i].skip, cases[i].result);
     assert_int_equal(dao_allocator_alloc(a, 8 * MiB, DAO_STREAM_DEFAULT, &p), cases[i].status);
     fake.fail_call(NULL, 0, 0);
@@ -1377,6 +1424,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_fake_stream_bad_input),
         cmocka_unit_test(test_fake_caching_segments),
         cmocka_unit_test(test_fake_caching_exhaustion),
+        cmocka_unit_test(test_fake_caching_exhaustion_default),
         cmocka_unit_test(test_fake_vmm_driver_errors),
         cmocka_unit_test(test_fake_vmm_unmap_waits),
         cmocka_unit_test(test_fake_vmm_driver_rules),

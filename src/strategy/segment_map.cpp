@@ -308,21 +308,22 @@ std::size_t segment_map::over_budget(mapping& m, std::size_t bytes) const noexce
   const std::size_t budget = reserve_budget(bytes);
   const auto reserved = static_cast<std::size_t>(stats_.total(DAO_STAT_RESERVED_BYTES));
   // Over the budget: first map no look-ahead, then give back cached pages.
-  std::size_t pad = 0;  // may pass the budget
   if (reserved + m.total > budget && m.ahead > 0) {
-    // On a card, still map up to the next page boundary, as PyTorch maps
-    // whole pages: a segment growing in small steps then pays one driver
-    // call per page, not one per step, for at most a page past the budget.
-    // (Host pages cost little to map, and much more when a budget is
-    // ignored.)
+    // But still up to the next page boundary where the budget has room, as
+    // PyTorch maps whole pages: a segment growing in small steps then pays
+    // one driver call per page, not one per step, and the last page maps
+    // no more than it (a look-ahead of a sixteenth would, at the peak).
+    const std::size_t needed = reserved + m.total - m.ahead;
     const std::size_t end = m.gaps[m.n - 1][1] - m.ahead;
-    const std::size_t keep = unmaps_in_part_ ? 0 : std::min(m.ahead, round_up(end, kMapPage) - end);
+    std::size_t keep = 0;
+    if (needed < budget)
+      keep = round_down(std::min({m.ahead, round_up(end, kMapPage) - end, budget - needed}),
+                        granularity_);
     m.gaps[m.n - 1][1] -= m.ahead - keep;
     m.total -= m.ahead - keep;
-    m.ahead = pad = keep;
+    m.ahead = keep;
   }
-  const std::size_t wanted = reserved + m.total - pad;
-  return wanted > budget ? wanted - budget : 0;
+  return reserved + m.total > budget ? reserved + m.total - budget : 0;
 }
 
 // Each release for the budget is system calls paid for memory saved, and the
