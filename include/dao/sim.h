@@ -65,7 +65,7 @@ DAO_API dao_status dao_sim_configure(int count, const size_t *capacities);
 typedef enum dao_sim_op {
   DAO_SIM_OP_ALLOC = 0,           /**< A segment allocation (cuMemAlloc). */
   DAO_SIM_OP_FREE = 1,            /**< A segment free (cuMemFree). */
-  DAO_SIM_OP_CREATE = 2,          /**< A physical allocation of one granule (cuMemCreate). */
+  DAO_SIM_OP_CREATE = 2,          /**< A physical allocation (cuMemCreate). */
   DAO_SIM_OP_MAP = 3,             /**< Mapping one physical allocation (cuMemMap). */
   DAO_SIM_OP_SET_ACCESS = 4,      /**< Enabling access to a mapped range (cuMemSetAccess). */
   DAO_SIM_OP_UNMAP = 5,           /**< Unmapping one physical allocation (cuMemUnmap). */

@@ -299,7 +299,7 @@ pub type dao_sim_op = c_int;
 pub const DAO_SIM_OP_ALLOC: dao_sim_op = 0;
 /// A segment free (cuMemFree).
 pub const DAO_SIM_OP_FREE: dao_sim_op = 1;
-/// A physical allocation of one granule (cuMemCreate).
+/// A physical allocation (cuMemCreate).
 pub const DAO_SIM_OP_CREATE: dao_sim_op = 2;
 /// Mapping one physical allocation (cuMemMap).
 pub const DAO_SIM_OP_MAP: dao_sim_op = 3;
