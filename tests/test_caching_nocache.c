@@ -3,6 +3,12 @@
  * it). */
 #define _POSIX_C_SOURCE 200809L
 
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
 #include "caching_test_util.h"
 
 /* ------------------------------------------------------------------------
@@ -51,9 +57,84 @@ static void no_caching_gives_memory_back(void **state) {
   destroy(a);
 }
 
+/* Issue 20, defect 4: a free waits for its stream's work before the memory
+   goes back; a host function of that stream that allocates meanwhile gets
+   the allocator (the wait is made without its lock), and the free returns
+   once the host function has. A hang is turned into a failure. */
+typedef struct {
+  gate g;
+  dao_allocator *a;
+  dao_status status;
+} allocating_fn;
+
+static void gated_alloc_fn(void *user_data) {
+  allocating_fn *f = (allocating_fn *)user_data;
+  void *p = NULL;
+  gate_pass(&f->g);
+  f->status = dao_allocator_alloc(f->a, 64 * KIB, NULL, &p);
+  if (f->status == DAO_OK) f->status = dao_allocator_free(f->a, p);
+}
+
+typedef struct {
+  dao_allocator *a;
+  void *p;
+  dao_status status;
+  int finished;
+} free_call;
+
+static void *free_thread(void *arg) {
+  free_call *c = (free_call *)arg;
+  c->status = dao_allocator_free(c->a, c->p);
+  __atomic_store_n(&c->finished, 1, __ATOMIC_RELEASE);
+  return NULL;
+}
+
+static void free_waits_without_the_lock(void **state) {
+  dao_allocator *a = make(big_place(), NULL);
+  dao_stream sa = make_stream(big_place());
+  static allocating_fn fn;
+  free_call call;
+  pthread_t thread;
+  int waited_ms = 0;
+  (void)state;
+  gate_init(&fn.g);
+  fn.a = a;
+  fn.status = DAO_ERR_INTERNAL;
+  memset(&call, 0, sizeof call);
+  call.a = a;
+  call.p = alloc_ok(a, 3 * MIB, sa);
+  call.status = DAO_ERR_INTERNAL;
+  assert_ok(dao_launch_host_func(sa, gated_alloc_fn, &fn));
+  gate_wait_entered(&fn.g);
+  assert_int_equal(pthread_create(&thread, NULL, free_thread, &call), 0);
+  {
+    struct timespec pause = {0, 20 * 1000 * 1000};
+    nanosleep(&pause, NULL); /* lets the free start waiting; not needed to pass */
+  }
+  gate_open(&fn.g);
+  while (!__atomic_load_n(&call.finished, __ATOMIC_ACQUIRE)) {
+    struct timespec tick = {0, 1000 * 1000};
+    if (++waited_ms > 20000) {
+      fprintf(stderr, "free_waits_without_the_lock: the free still waits after 20 s: deadlock\n");
+      _exit(1); /* the threads cannot be joined */
+    }
+    nanosleep(&tick, NULL);
+  }
+  assert_int_equal(pthread_join(thread, NULL), 0);
+  assert_ok(dao_stream_synchronize(sa));
+  assert_int_equal(fn.status, DAO_OK);
+  assert_int_equal(call.status, DAO_OK);
+  assert_int_equal(place_free(big_place()), big_baseline); /* the free gave it back */
+  gate_destroy(&fn.g);
+  destroy(a);
+  drop_stream(sa);
+  assert_int_equal(place_free(big_place()), big_baseline);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(no_caching_gives_memory_back, baseline, cleanup),
+      cmocka_unit_test_setup_teardown(free_waits_without_the_lock, baseline, cleanup),
   };
   if (!no_caching_is(1)) return 2;
   return cmocka_run_group_tests_name("nocache", tests, setup, NULL);

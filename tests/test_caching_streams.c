@@ -6,6 +6,9 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
 
 #include "caching_test_util.h"
 #include "caching_test_json.h"
@@ -650,6 +653,97 @@ static void snapshot_after_its_stream_is_gone(void **state) {
   assert_ok(dao_snapshot_destroy(snap));
 }
 
+/* Issue 20, defect 4: a host function that allocates from a caching
+   allocator while another thread is inside a call of that allocator that
+   waits for the host function's stream: a trim, or an allocation whose
+   out-of-memory retry waits for pending work. The waits are made without
+   the allocator's lock, so the host function gets it, and both calls
+   return. A hang is turned into a failure by a watchdog. */
+typedef struct {
+  gate g;
+  dao_allocator *a;
+  dao_status status; /* of the host function's allocation and free */
+} allocating_fn;
+
+static void gated_alloc_fn(void *user_data) {
+  allocating_fn *f = (allocating_fn *)user_data;
+  void *p = NULL;
+  gate_pass(&f->g);
+  f->status = dao_allocator_alloc(f->a, 64 * KIB, NULL, &p);
+  if (f->status == DAO_OK) f->status = dao_allocator_free(f->a, p);
+}
+
+typedef struct {
+  dao_allocator *a;
+  size_t bytes; /* 0: trim; else allocate this much on the default stream */
+  void *p;
+  dao_status status;
+  int finished;
+} waiting_call;
+
+static void *waiting_call_thread(void *arg) {
+  waiting_call *c = (waiting_call *)arg;
+  c->status = c->bytes == 0 ? dao_allocator_trim(c->a, NULL)
+                            : dao_allocator_alloc(c->a, c->bytes, NULL, &c->p);
+  __atomic_store_n(&c->finished, 1, __ATOMIC_RELEASE);
+  return NULL;
+}
+
+static void host_fn_allocates_while_another_call_waits(void **state) {
+  static const char *const configs[] = {NULL, "expandable_segments=false", "fast_reuse=true"};
+  size_t c;
+  int retry;
+  (void)state;
+  for (c = 0; c < 3; ++c) {
+    for (retry = 0; retry < 2; ++retry) {
+      /* The retry case: 6 of the small place's 8 MiB cached on the
+         stream, so that 6 MiB on the default stream needs them back. */
+      const dao_place place = retry ? small_place() : big_place();
+      dao_allocator *a = make(place, configs[c]);
+      dao_stream sa = make_stream(place);
+      static allocating_fn fn;
+      waiting_call call;
+      pthread_t thread;
+      int waited_ms = 0;
+      assert_ok(dao_allocator_free(a, alloc_ok(a, 6 * MIB, sa)));
+      gate_init(&fn.g);
+      fn.a = a;
+      fn.status = DAO_ERR_INTERNAL;
+      assert_ok(dao_launch_host_func(sa, gated_alloc_fn, &fn));
+      gate_wait_entered(&fn.g);
+      memset(&call, 0, sizeof call);
+      call.a = a;
+      call.bytes = retry ? 6 * MIB : 0;
+      call.status = DAO_ERR_INTERNAL;
+      assert_int_equal(pthread_create(&thread, NULL, waiting_call_thread, &call), 0);
+      {
+        struct timespec pause = {0, 20 * 1000 * 1000};
+        nanosleep(&pause, NULL); /* lets the call start waiting; not needed to pass */
+      }
+      gate_open(&fn.g);
+      while (!__atomic_load_n(&call.finished, __ATOMIC_ACQUIRE)) {
+        struct timespec tick = {0, 1000 * 1000};
+        if (++waited_ms > 20000) {
+          fprintf(stderr,
+                  "host_fn_allocates_while_another_call_waits: %s (config %s) still "
+                  "waiting after 20 s: deadlock\n",
+                  retry ? "allocation" : "trim", configs[c] != NULL ? configs[c] : "default");
+          _exit(1); /* the threads cannot be joined */
+        }
+        nanosleep(&tick, NULL);
+      }
+      assert_int_equal(pthread_join(thread, NULL), 0);
+      assert_ok(dao_stream_synchronize(sa));
+      assert_int_equal(fn.status, DAO_OK);
+      assert_int_equal(call.status, DAO_OK);
+      if (call.p != NULL) assert_ok(dao_allocator_free(a, call.p));
+      gate_destroy(&fn.g);
+      destroy(a);
+      drop_stream(sa);
+    }
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(reuse_is_per_stream, baseline, cleanup),
@@ -663,6 +757,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(stream_destroyed_before_the_free, baseline, cleanup),
       cmocka_unit_test_setup_teardown(snapshot_after_its_stream_is_gone, baseline, cleanup),
       cmocka_unit_test_setup_teardown(record_stream_foreign_place_stream, baseline, cleanup),
+      cmocka_unit_test_setup_teardown(host_fn_allocates_while_another_call_waits, baseline,
+                                      cleanup),
   };
   if (!no_caching_is(0)) return 2;
   return cmocka_run_group_tests_name("caching_streams", tests, setup, NULL);

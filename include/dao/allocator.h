@@ -298,7 +298,11 @@ DAO_API dao_status dao_allocator_usable_size(dao_allocator *a, const void *ptr, 
  * every segment (or, in expandable segments, every page) that no live block
  * uses; first it waits for the streams of the memory it gives back, since
  * work queued on a stream before a free may still use the freed block (as
- * PyTorch's `empty_cache` synchronizes). Live blocks are never touched.
+ * PyTorch's `empty_cache` synchronizes). It waits without holding the
+ * allocator's lock, so a host function on one of those streams may use the
+ * allocator meanwhile; memory of a stream given more work meanwhile stays
+ * cached. (So do an allocation's out-of-memory retry and, with
+ * `DAO_NO_CACHING=1`, a free.) Live blocks are never touched.
  *
  * @param[in]  a        The allocator.
  * @param[out] released Receives the bytes given back; may be NULL.

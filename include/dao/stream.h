@@ -253,7 +253,9 @@ DAO_API dao_status dao_memcpy_async(void *dst, const void *src, size_t bytes, da
  * call stream or event functions on its own stream (that would deadlock),
  * nor dao_allocator_trim() or dao_allocator_destroy() of a "caching"
  * allocator used on other streams: those wait for the streams whose freed
- * memory they give back.
+ * memory they give back. It may allocate from and free to any allocator,
+ * also while another thread trims it or waits for memory in it (those wait
+ * without the allocator's lock).
  * @param[in] stream The stream; NULL runs @p fn before returning.
  * @param[in] fn     The function; must not be NULL.
  * @param[in] user_data Passed to @p fn; owned by the caller.

@@ -210,7 +210,8 @@ void caching_strategy::collect_garbage(std::uint32_t keep) {
 // A free block of the pool that holds `size` and is backed by memory: from
 // the cache, else from new memory, else after releasing the cache (the
 // out-of-memory ladder). Throws out_of_memory when all fail.
-std::uint32_t caching_strategy::obtain_block(std::uint32_t pool_index, std::size_t size) {
+std::uint32_t caching_strategy::obtain_block(std::unique_lock<fast_mutex>& lock,
+                                             std::uint32_t pool_index, std::size_t size) {
   auto attempt = [&]() -> std::uint32_t {
     try {
       std::uint32_t i = blocks_.find_free(pool_index, size);
@@ -232,9 +233,14 @@ std::uint32_t caching_strategy::obtain_block(std::uint32_t pool_index, std::size
   };
   std::uint32_t i = attempt();
   if (i != kNone) return i;
-  // Wait for pending frees, give back what is cached, and try again.
-  process_events(true);
-  release_cached(true);
+  // Wait for pending frees, give back what is cached, and try again. The
+  // wait is without the lock: a host function on a stream waited for may
+  // allocate here itself (issue 20). Others may allocate meanwhile, so the
+  // room for this allocation's records is made again.
+  wait_unlocked(lock);
+  reserve_bookkeeping();
+  process_events(false);
+  release_cached(false);
   segments_.set_exact_mapping(true);
   i = attempt();
   segments_.set_exact_mapping(false);
@@ -258,14 +264,14 @@ void* caching_strategy::allocate(std::size_t bytes, const stream_object* stream)
   if (stream != nullptr) check_stream_place(stream, "dao_allocator_alloc");
   const std::size_t size = blocks_.round_size(bytes);
   const bool small = size <= kSmallSize;
-  std::lock_guard<fast_mutex> lock(mutex_);
+  std::unique_lock<fast_mutex> lock(mutex_);
   reserve_bookkeeping();
   if (streams_.has_pending()) process_events(false);
   const std::uint32_t pi = pool_for(stream, small);
   std::uint32_t index = options_.fast_reuse ? blocks_.take_recent(pi, size) : kNone;
   const bool recent = index != kNone;  // still in the map
   if (!recent) {
-    index = obtain_block(pi, size);
+    index = obtain_block(lock, pi, size);
     blocks_.bin_remove(index);
     blocks_.carve(index, size);
   }
@@ -281,7 +287,7 @@ void* caching_strategy::allocate(std::size_t bytes, const stream_object* stream)
 
 void caching_strategy::deallocate(void* p) {
   const auto addr = reinterpret_cast<std::uintptr_t>(p);
-  std::lock_guard<fast_mutex> lock(mutex_);
+  std::unique_lock<fast_mutex> lock(mutex_);
   // With fast reuse a block keeps its map entry until it is merged: a
   // recent block taken again needs no new one.
   const std::uint32_t index =
@@ -307,7 +313,44 @@ void caching_strategy::deallocate(void* p) {
     blocks_.push_recent(index);
     return;
   }
-  free_block(index);
+  if (!free_block(index) && options_.no_caching) release_if_whole(lock, index);
+}
+
+// DAO_NO_CACHING=1: the segment of block `index`, when the block is all of
+// it, goes back once the pool's stream has run its work, waited for without
+// the lock (a host function on it may allocate: issue 20). Meanwhile
+// another thread may have used the segment: then it stays.
+void caching_strategy::release_if_whole(std::unique_lock<fast_mutex>& lock,
+                                        std::uint32_t index) noexcept {
+  const block& b = blocks_[index];
+  if (b.prev != kNone || b.next != kNone || b.st != state::free) return;
+  const std::uint32_t si = b.segment, pool = b.pool;
+  const std::uintptr_t base = segments_[si].base;
+  if (!streams_.settled(pool, false)) {
+    try {
+      const stream_order::wait_list w = streams_.waits_of(pool);
+      lock.unlock();
+      w.wait();
+      lock.lock();
+    } catch (...) {
+      return;  // no memory to wait with: the segment stays cached
+    }
+    const std::uint32_t first =
+        segments_[si].live && segments_[si].base == base ? blocks_.first_of(si) : kNone;
+    if (first == kNone || blocks_[first].next != kNone || blocks_[first].st != state::free ||
+        !streams_.settled(pool, false))
+      return;
+  }
+  release_segment(si);
+}
+
+// Waits for every stream with pools here and every pending free, without
+// the lock, which is held again on return.
+void caching_strategy::wait_unlocked(std::unique_lock<fast_mutex>& lock) {
+  const stream_order::wait_list w = streams_.waits();
+  lock.unlock();
+  w.wait();
+  lock.lock();
 }
 
 // A block used on other streams (record_stream) and just freed: records an
@@ -328,19 +371,25 @@ std::size_t caching_strategy::record_uses(std::uint32_t index) {
   return queued;
 }
 
-void caching_strategy::free_block(std::uint32_t index) noexcept {
+// Returns whether the block's segment went back (DAO_NO_CACHING=1); then
+// `index` is no block any more.
+bool caching_strategy::free_block(std::uint32_t index) noexcept {
   const block& b = blocks_[index];
   stats_.on_inactive(b.size <= kSmallSize, b.size);
   if (options_.fast_reuse) {
     blocks_.push_recent(index);
-    return;
+    return false;
   }
   blocks_.free_and_merge(index);
   if (options_.no_caching) {
+    // Without waiting (the lock is held): deallocate() waits, unlocked.
     const block& whole = blocks_[index];
-    if (whole.prev == kNone && whole.next == kNone && streams_.settled(whole.pool, true))
+    if (whole.prev == kNone && whole.next == kNone && streams_.settled(whole.pool, false)) {
       release_segment(whole.segment);
+      return true;
+    }
   }
+  return false;
 }
 
 void caching_strategy::process_events(bool wait) {
@@ -379,10 +428,14 @@ std::size_t caching_strategy::usable_size(const void* p) const {
   return blocks_[find_live(p)].size;
 }
 
+// Waits for the streams without the lock (a host function on one of them
+// may call this allocator: issue 20), then gives back what they have
+// settled; work queued meanwhile keeps its pool's memory cached.
 std::size_t caching_strategy::trim() {
-  std::lock_guard<fast_mutex> lock(mutex_);
-  process_events(true);
-  return release_cached(true);
+  std::unique_lock<fast_mutex> lock(mutex_);
+  wait_unlocked(lock);
+  process_events(false);
+  return release_cached(false);
 }
 
 out_of_memory caching_strategy::oom(std::size_t bytes, const char* why) const {

@@ -86,8 +86,12 @@ class caching_strategy final : public strategy {
   void collect_garbage(std::uint32_t keep);
 
   // the allocation path
-  std::uint32_t obtain_block(std::uint32_t pool_index, std::size_t size);
-  void free_block(std::uint32_t index) noexcept;
+  std::uint32_t obtain_block(std::unique_lock<fast_mutex>& lock, std::uint32_t pool_index,
+                             std::size_t size);
+  // Never wait for a stream under the lock: these unlock while they wait.
+  void wait_unlocked(std::unique_lock<fast_mutex>& lock);
+  void release_if_whole(std::unique_lock<fast_mutex>& lock, std::uint32_t index) noexcept;
+  bool free_block(std::uint32_t index) noexcept;
   std::size_t record_uses(std::uint32_t index);
   __attribute__((noinline)) void process_events(bool wait);
   out_of_memory oom(std::size_t bytes, const char* why) const;

@@ -77,6 +77,39 @@ void stream_order::settle_all() noexcept {
   for (std::uint32_t i = 0; i < pools_.size(); ++i) settled(i, true);
 }
 
+stream_order::wait_list stream_order::waits() const {
+  wait_list w;
+  for (const pool_stream& p : pools_) {
+    std::shared_ptr<stream_impl> impl = p.stream_ref.lock();
+    if (impl != nullptr && std::find(w.streams.begin(), w.streams.end(), impl) == w.streams.end())
+      w.streams.push_back(std::move(impl));
+  }
+  for (const pending_free& f : pending_) w.events.push_back(f.event);
+  return w;
+}
+
+stream_order::wait_list stream_order::waits_of(std::uint32_t pool_index) const {
+  wait_list w;
+  if (std::shared_ptr<stream_impl> impl = pools_[pool_index].stream_ref.lock())
+    w.streams.push_back(std::move(impl));
+  return w;
+}
+
+void stream_order::wait_list::wait() const noexcept {
+  for (const std::shared_ptr<stream_impl>& s : streams) {
+    try {
+      s->synchronize();
+    } catch (...) {
+    }
+  }
+  for (const std::shared_ptr<event_impl>& e : events) {
+    try {
+      e->synchronize();
+    } catch (...) {
+    }
+  }
+}
+
 void stream_order::check_place(stream_handle stream, const dao_place& mine, const char* function) {
   if (raw_kind(stream->place.kind) != raw_kind(mine.kind) || stream->place.device != mine.device) {
     throw invalid_argument(strprintf(
@@ -96,7 +129,7 @@ std::size_t stream_order::defer_free(
   std::size_t queued = 0;
   try {
     for (const std::shared_ptr<stream_impl>& other : uses_.at(index)) {
-      std::unique_ptr<event_impl> event;
+      std::shared_ptr<event_impl> event;
       if (!spare_events_.empty()) {
         event = std::move(spare_events_.back());
         spare_events_.pop_back();

@@ -60,6 +60,19 @@ class stream_order {
   // pool has (wait: after waiting for it; a failed wait counts as not).
   bool settled(std::uint32_t pool_index, bool wait) noexcept;
   void settle_all() noexcept;
+  // What waiting for every pool's stream and every deferred free would wait
+  // for, kept alive so that the caller can wait without its lock: a host
+  // function on one of those streams may need that lock itself (issue 20:
+  // a trim that waited under the lock deadlocked with it). Waiting ignores
+  // failures (then the stream does not count as settled).
+  struct wait_list {
+    std::vector<std::shared_ptr<stream_impl>> streams;
+    std::vector<std::shared_ptr<event_impl>> events;
+    void wait() const noexcept;
+  };
+  // Every one (may throw std::bad_alloc), or only pool `pool_index`'s stream.
+  wait_list waits() const;
+  wait_list waits_of(std::uint32_t pool_index) const;
   // Whether the pool's stream has been destroyed.
   bool dead(std::uint32_t pool_index) const noexcept {
     const pool_stream& p = pools_[pool_index];
@@ -110,7 +123,7 @@ class stream_order {
     std::uint64_t stream_id = 0;  // the handle's id: its address may be reused
   };
   struct pending_free {
-    std::unique_ptr<event_impl> event;
+    std::shared_ptr<event_impl> event;  // shared: waited for without the lock
     std::uint32_t block;
   };
 
@@ -125,7 +138,7 @@ class stream_order {
   // stream destroyed in between is still there to record on (issue 20).
   std::unordered_map<std::uint32_t, std::vector<std::shared_ptr<stream_impl>>> uses_;
   std::deque<pending_free> pending_;
-  std::vector<std::unique_ptr<event_impl>> spare_events_;
+  std::vector<std::shared_ptr<event_impl>> spare_events_;
 };
 
 }  // namespace dao::detail
