@@ -40,7 +40,7 @@ bool has_message() { return std::strlen(dao_last_error()) > 0; }
 
 // Free memory of a SIM device once its default allocator (which tiered
 // pools take their device budget from) has given back what it caches.
-[[maybe_unused]] std::size_t sim_free(int device) {
+std::size_t sim_free(int device) {
   dao_allocator* place_default = nullptr;
   assert_int_equal(dao_place_allocator(dao_place_sim(device), &place_default), DAO_OK);
   assert_int_equal(dao_allocator_trim(place_default, nullptr), DAO_OK);
@@ -169,12 +169,162 @@ void sweep_allocator_create(void**) {
                 static_cast<unsigned long long>(runs));
 }
 
+// ------------------------------------------------- dao_kernel_submit
+
+constexpr std::size_t kTensorBytes = 64 * KiB;
+constexpr int kSubmits = 24;
+
+// out[0][i] = in[0][i] + in[last][i] + 1: checks that the kernel ran on the
+// data it was given.
+dao_status add_kernel(void*, void* const* inputs, size_t input_count, void* const* outputs,
+                      size_t output_count, dao_stream) {
+  if (input_count == 0 || output_count != 1) return DAO_ERR_INTERNAL;
+  const auto* a = static_cast<const unsigned char*>(inputs[0]);
+  const auto* b = static_cast<const unsigned char*>(inputs[input_count - 1]);
+  auto* out = static_cast<unsigned char*>(outputs[0]);
+  for (std::size_t i = 0; i < kTensorBytes; ++i)
+    out[i] = static_cast<unsigned char>(a[i] + b[i] + 1);
+  return DAO_OK;
+}
+
+std::uint64_t kernels_submitted(dao_tiered* pool) {
+  dao_tiered_stats st{};
+  st.struct_size = sizeof st;
+  assert_int_equal(dao_tiered_get_stats(pool, &st), DAO_OK);
+  return st.kernels_submitted;
+}
+
+struct submit_result {
+  int refused = 0;      // submits that returned a failure
+  bool failed = false;  // the pool failed (an allocation of its executor)
+};
+
+// A pool with room for 3 of its 5 tensors (so kernels evict and fetch):
+// `data` is written and synchronized before the k-th allocation is armed
+// (k == 0: nothing fails); then kSubmits kernels read it (and each other's
+// outputs) and a temporary tensor is created and released now and then.
+// Every submit must return a status; one that fails must change nothing;
+// `data` must read back intact.
+submit_result submit_run(std::uint64_t k, std::uint64_t* armed_calls) {
+  submit_result r;
+  const std::size_t device_free = sim_free(0);
+  dao_tiered* pool = nullptr;
+  assert_int_equal(dao_tiered_create(dao_place_sim(0), dao_place_cpu(), 3 * kTensorBytes,
+                                     "policy=lru,prefetch=1", &pool),
+                   DAO_OK);
+  std::vector<unsigned char> original(kTensorBytes), got(kTensorBytes);
+  for (std::size_t i = 0; i < kTensorBytes; ++i)
+    original[i] = static_cast<unsigned char>(i * 7 + 3);
+  dao_tensor* t[5] = {};
+  for (dao_tensor*& x : t) assert_int_equal(dao_tensor_create(pool, kTensorBytes, &x), DAO_OK);
+  assert_int_equal(dao_tensor_write(t[0], original.data(), kTensorBytes), DAO_OK);
+  assert_int_equal(dao_tiered_synchronize(pool), DAO_OK);
+
+  nf::fail_nth(k);
+  int ok_submits = 0;
+  bool wrote[5] = {true, false, false, false, false};
+  for (int i = 0; i < kSubmits; ++i) {
+    const int out = 1 + i % 4;
+    dao_tensor* in[2] = {t[0], t[1 + (i + 3) % 4]};
+    const std::size_t in_count = wrote[1 + (i + 3) % 4] ? 2 : 1;
+    const std::uint64_t before = kernels_submitted(pool);
+    const dao_status s = dao_kernel_submit(pool, add_kernel, nullptr, in, in_count, &t[out], 1);
+    if (s == DAO_OK) {
+      ++ok_submits;
+      wrote[out] = true;
+      assert_int_equal(kernels_submitted(pool), before + 1);
+    } else {
+      // Out of memory (nothing changed), or the pool failed earlier.
+      if (s != DAO_ERR_OUT_OF_MEMORY && s != DAO_ERR_INVALID_STATE) {
+        print_error("allocation %llu failing: dao_kernel_submit gave %s: %s\n",
+                    static_cast<unsigned long long>(k), dao_status_string(s), dao_last_error());
+        fail();
+      }
+      assert_true(has_message());
+      assert_int_equal(kernels_submitted(pool), before);
+      ++r.refused;
+    }
+    if (i % 6 == 5) {  // a temporary tensor, written and dropped
+      dao_tensor* tmp = nullptr;
+      const dao_status c = dao_tensor_create(pool, kTensorBytes, &tmp);
+      if (c == DAO_OK) {
+        const dao_status w = dao_tensor_write(tmp, original.data(), kTensorBytes);
+        assert_true(w == DAO_OK || w == DAO_ERR_OUT_OF_MEMORY || w == DAO_ERR_INVALID_STATE);
+        const dao_status rel = dao_tensor_release(tmp);
+        assert_true(rel == DAO_OK || rel == DAO_ERR_OUT_OF_MEMORY);
+        if (rel != DAO_OK) assert_int_equal(dao_tensor_release(tmp), DAO_OK);
+      } else {
+        assert_true(c == DAO_ERR_OUT_OF_MEMORY || c == DAO_ERR_INVALID_STATE);
+      }
+    }
+  }
+  if (armed_calls != nullptr) *armed_calls = nf::calls();
+  nf::reset();
+
+  const dao_status sync = dao_tiered_synchronize(pool);
+  r.failed = sync != DAO_OK;
+  if (r.failed) {
+    assert_int_equal(sync, DAO_ERR_INVALID_STATE);  // the executor's allocation failed
+    assert_true(has_message());
+  } else {
+    dao_tiered_stats st{};
+    st.struct_size = sizeof st;
+    assert_int_equal(dao_tiered_get_stats(pool, &st), DAO_OK);
+    assert_int_equal(st.kernels_run, static_cast<std::uint64_t>(ok_submits));
+  }
+  // The data written before is intact, failed pool or not.
+  assert_int_equal(dao_tensor_read(t[0], got.data(), kTensorBytes), DAO_OK);
+  assert_memory_equal(got.data(), original.data(), kTensorBytes);
+  if (!r.failed && wrote[1]) {
+    assert_int_equal(dao_tensor_read(t[1], got.data(), kTensorBytes), DAO_OK);
+  }
+  for (dao_tensor* x : t) assert_int_equal(dao_tensor_release(x), DAO_OK);
+  assert_int_equal(dao_tiered_destroy(pool), DAO_OK);
+  assert_int_equal(sim_free(0), device_free);
+  return r;
+}
+
+// submit_run, and nothing it allocated stays allocated.
+submit_result submit_once(std::uint64_t k, std::uint64_t* armed_calls, bool check_live = true) {
+  const std::int64_t live_before = nf::live();
+  const submit_result r = submit_run(k, armed_calls);
+  if (check_live && nf::live() != live_before) {
+    print_error("dao_kernel_submit workload, allocation %llu failing: %lld C++ allocation(s) "
+                "left behind\n",
+                static_cast<unsigned long long>(k),
+                static_cast<long long>(nf::live() - live_before));
+    fail();
+  }
+  return r;
+}
+
+void sweep_kernel_submit(void**) {
+  submit_once(0, nullptr, false);  // warm up what libdao makes once per process
+  std::uint64_t count = 0;
+  const submit_result clean = submit_once(0, &count);
+  assert_int_equal(clean.refused, 0);
+  assert_false(clean.failed);
+  assert_true(count > 0);
+  int refused = 0, failed = 0;
+  for (std::uint64_t k = 1; k <= count; ++k) {
+    const submit_result r = submit_once(k, nullptr);
+    refused += r.refused;
+    failed += r.failed ? 1 : 0;
+  }
+  // Faults reached the callers (not only the executor thread).
+  assert_true(refused > 0);
+  print_message("host out of memory: %llu tiered submit workloads with the k-th allocation "
+                "failing (%d submits refused, %d pools failed)\n",
+                static_cast<unsigned long long>(count), refused, failed);
+}
+
 }  // namespace
 
 int main() {
   const CMUnitTest tests[] = {
       cmocka_unit_test(place_allocator_first_use),
       cmocka_unit_test(sweep_allocator_create),
+      cmocka_unit_test(sweep_kernel_submit),
   };
   return cmocka_run_group_tests(tests, nullptr, nullptr);
 }

@@ -180,7 +180,9 @@ DAO_API dao_status dao_tensor_create(dao_tiered *pool, size_t bytes, dao_tensor 
  * @retval DAO_OK                   Written (queued in order).
  * @retval DAO_ERR_INVALID_ARGUMENT A NULL argument, a size mismatch, or a
  *                                  released tensor.
- * @retval DAO_ERR_OUT_OF_MEMORY    The host tier is full.
+ * @retval DAO_ERR_OUT_OF_MEMORY    The host tier is full, or the host has
+ *                                  no memory for the write's bookkeeping;
+ *                                  nothing was queued or changed.
  * @retval DAO_ERR_INVALID_STATE    The pool has failed.
  * @par Thread safety
  * Safe to call from any thread.
@@ -250,7 +252,11 @@ DAO_API dao_status dao_tensor_release(dao_tensor *tensor);
  * @retval DAO_ERR_INVALID_ARGUMENT A NULL argument, a released tensor or a
  *                                  tensor of another pool.
  * @retval DAO_ERR_OUT_OF_MEMORY    The kernel's tensors cannot fit in the
- *                                  device budget at once (message: sizes).
+ *                                  device budget at once (message: sizes),
+ *                                  or the host has no memory for the
+ *                                  submission's bookkeeping. Either way the
+ *                                  kernel was not queued and nothing changed:
+ *                                  the call may be repeated.
  * @retval DAO_ERR_INVALID_STATE    The pool has failed.
  * @par Thread safety
  * Safe to call from any thread; kernels run in the order the calls return.

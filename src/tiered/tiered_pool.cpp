@@ -158,10 +158,12 @@ void tiered_pool::write(tiered_tensor& t, const void* src, std::size_t bytes) {
     o->what = tiered_op::kind::write;
     o->tensor = &t;
     o->staging = staging;
+    reserve_access(t);           // may throw: nothing changed then
+    executor_.enqueue(o.get());  // may throw: nothing queued then
+    // Published: nothing below throws.
     o->t = ++clock_;
     append_access(t, o->t, false, true);
     t.written = true;
-    executor_.enqueue(o.get());  // may throw: nothing queued then
   } catch (...) {
     memory_.host_free(staging, bytes);
     throw;
@@ -200,9 +202,10 @@ void tiered_pool::read(tiered_tensor& t, void* dst, std::size_t bytes) {
   o.tensor = &t;
   o.dst = dst;
   o.caller_owned = true;
+  reserve_access(t);      // may throw: nothing changed then
+  executor_.enqueue(&o);  // may throw: nothing queued then
   o.t = ++clock_;
   append_access(t, o.t, true, false);
-  executor_.enqueue(&o);
   executor_.wait_done(lock, o);
   if (o.status != DAO_OK) throw error(o.status, o.message);
 }
@@ -268,7 +271,13 @@ void tiered_pool::submit(dao_kernel_fn fn, void* user_data, tiered_tensor* const
         "budget is %zu bytes",
         o->distinct.size(), total, placement_.capacity()));
   }
-  executor_.enqueue(o.get());  // may throw: nothing changed then
+  // All or nothing: everything that can throw (the op and its lists above,
+  // room in each tensor's access row here, the queue's slot) comes before
+  // the op is published; once it is queued nothing throws. Appending the
+  // accesses after the push once freed a queued op when an append ran out
+  // of memory (issue 20).
+  for (tiered_tensor* t : o->distinct) reserve_access(*t);
+  executor_.enqueue(o.get());  // may throw: nothing queued then
   o->t = ++clock_;
   o->seq = ++stats_.kernels_submitted;
   for (tiered_tensor* t : o->inputs) append_access(*t, o->t, true, false);
