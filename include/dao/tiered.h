@@ -225,8 +225,12 @@ DAO_API dao_status dao_tensor_get_state(const dao_tensor *tensor, dao_tensor_sta
 
 /**
  * @brief Drop the caller's handle. The tensor's memory is freed once the
- *        last queued kernel that uses it has run; the handle must not be used
- *        again (a use after release is detected while the pool lives).
+ *        last queued kernel that uses it has run, and then its record is
+ *        kept for reuse, so a pool that creates temporary tensors stays
+ *        bounded. The handle must not be used again: a use after release is
+ *        refused (::DAO_ERR_INVALID_ARGUMENT, "already released") until the
+ *        record is reused by a later dao_tensor_create(), which happens only
+ *        after at least 256 more tensors of the pool were released.
  * @param[in] tensor The tensor.
  * @retval DAO_OK                   Released.
  * @retval DAO_ERR_INVALID_ARGUMENT NULL or an already released tensor.

@@ -48,6 +48,9 @@ struct tiered_tensor {
   bool pinned = false;                               // used by the kernel being prepared
   bool prefetched = false;                           // fetched ahead, not yet used
   std::unique_ptr<dao::detail::event_impl> transit;  // after its last copy
+
+  // The pool's list of free records (tensor_records.hpp), once reclaimed.
+  tiered_tensor* next_free = nullptr;
 };
 
 // The logical time of the next access not yet executed (UINT64_MAX: none).
