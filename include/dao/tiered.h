@@ -289,10 +289,15 @@ DAO_API dao_status dao_tiered_synchronize(dao_tiered *pool);
 /**
  * @brief Read the statistics of a pool.
  * @param[in]     pool  The pool.
- * @param[in,out] stats Caller's struct with `struct_size` set.
+ * @param[in,out] stats Caller's struct with `struct_size` set; the fields this
+ *                      version knows are written, nothing past them (the
+ *                      rule of size-tagged structs is written at
+ *                      ::dao_allocator_stats).
  * @retval DAO_OK                   Written.
  * @retval DAO_ERR_INVALID_ARGUMENT A NULL argument, not a pool, or
- *                                  `struct_size` too small.
+ *                                  `struct_size` smaller than this version's
+ *                                  struct or larger than 65536 (64 KiB);
+ *                                  nothing is written.
  * @par Thread safety
  * Safe to call from any thread.
  */
