@@ -18,6 +18,7 @@
 
 #include <cstddef>
 #include <cstring>
+#include <string>
 
 #include "capi/guard.hpp"
 #include "util/format.hpp"
@@ -28,19 +29,22 @@ namespace dao::detail {
 inline constexpr std::size_t kMaxStructSize = 64 * 1024;
 
 // Throws invalid_argument when `caller_size` cannot be the struct_size of a
-// struct this version knows as `known` bytes. `what` names the field in the
-// message ("dao_allocator_get_stats: stats").
-inline void check_struct_size(std::size_t caller_size, std::size_t known, const char* what) {
+// struct this version knows as `known` bytes. The message names the field
+// as "<function>: <name>->struct_size" (`function` may be NULL: a collective
+// call adds its own prefix). Allocates only to throw.
+inline void check_struct_size(std::size_t caller_size, std::size_t known, const char* function,
+                              const char* name) {
+  if (caller_size >= known && caller_size <= kMaxStructSize) return;
+  const std::string what =
+      function != nullptr ? strprintf("%s: %s", function, name) : std::string(name);
   if (caller_size < known) {
     throw invalid_argument(strprintf("%s->struct_size is %zu; set it to sizeof (at least %zu)",
-                                     what, caller_size, known));
+                                     what.c_str(), caller_size, known));
   }
-  if (caller_size > kMaxStructSize) {
-    throw invalid_argument(strprintf(
-        "%s->struct_size is %zu, larger than any libdao struct can be (at most %zu bytes): it "
-        "is probably unset; set it to sizeof (%zu in this version)",
-        what, caller_size, kMaxStructSize, known));
-  }
+  throw invalid_argument(strprintf(
+      "%s->struct_size is %zu, larger than any libdao struct can be (at most %zu bytes): it is "
+      "probably unset; set it to sizeof (%zu in this version)",
+      what.c_str(), caller_size, kMaxStructSize, known));
 }
 
 // Checks the caller's struct `target` before any work: not NULL, and a
@@ -48,7 +52,7 @@ inline void check_struct_size(std::size_t caller_size, std::size_t known, const 
 template <class T>
 void check_sized(const T* target, const char* function, const char* name) {
   require_non_null(target, function, name);
-  check_struct_size(target->struct_size, sizeof(T), strprintf("%s: %s", function, name).c_str());
+  check_struct_size(target->struct_size, sizeof(T), function, name);
 }
 
 // Copies `value` into the caller's struct `target`: checks it (check_sized),
