@@ -86,9 +86,17 @@ typedef struct dao_allocator dao_allocator;
  * @brief Statistics of an allocator.
  *
  * The struct may grow at its end in later versions. Set dao_allocator_stats::struct_size to
- * `sizeof(dao_allocator_stats)` before calling dao_allocator_get_stats();
- * the library fills only the fields that fit in that size, so a program
- * built against an older header keeps working with a newer library.
+ * `sizeof(dao_allocator_stats)` before calling dao_allocator_get_stats(). The
+ * rule of every size-tagged struct (this one, ::dao_segment_info,
+ * ::dao_block_info, ::dao_recycle_stats, ::dao_tiered_stats, ::dao_sim_cost
+ * and those of whole.h): the library writes the fields its own version
+ * knows, never more than its own `sizeof` and never past `struct_size`;
+ * bytes past its fields (those of a newer header) are left as they are, so
+ * zero-fill the struct to read 0 there. A `struct_size` smaller than the
+ * library's struct, or larger than 65536 (64 KiB, more than any libdao struct
+ * will be: an unset field), is refused with ::DAO_ERR_INVALID_ARGUMENT and
+ * nothing is written. So a program built against an older header keeps
+ * working with a newer library.
  */
 typedef struct dao_allocator_stats {
   size_t struct_size;            /**< In: sizeof(dao_allocator_stats). */
@@ -317,12 +325,14 @@ DAO_API dao_status dao_allocator_trim(dao_allocator *a, size_t *released);
  * @brief Read the statistics of an allocator.
  *
  * @param[in]     a     The allocator.
- * @param[in,out] stats Caller's struct with `struct_size` set; the fields that
- *                      fit in `struct_size` are written.
+ * @param[in,out] stats Caller's struct with `struct_size` set; the fields this
+ *                      version knows are written, nothing past them (see
+ *                      ::dao_allocator_stats).
  * @retval DAO_OK                   Written.
  * @retval DAO_ERR_INVALID_ARGUMENT @p a or @p stats is NULL, or
- *                                  `struct_size` is smaller than the first
- *                                  version of the struct.
+ *                                  `struct_size` is smaller than this
+ *                                  version's struct or larger than 65536
+ *                                  (64 KiB); nothing is written.
  * @par Thread safety
  * As dao_allocator_free(); the figures are one consistent snapshot.
  */
@@ -442,10 +452,14 @@ DAO_API dao_status dao_snapshot_segment_count(const dao_snapshot *snapshot, size
  * @brief One segment of a snapshot, in address order.
  * @param[in]     snapshot The snapshot.
  * @param[in]     index    0 .. count-1.
- * @param[in,out] info     Caller's struct with `struct_size` set.
+ * @param[in,out] info     Caller's struct with `struct_size` set; the
+ *                         fields this version knows are written, nothing
+ *                         past them (see ::dao_allocator_stats).
  * @retval DAO_OK                   Written.
  * @retval DAO_ERR_INVALID_ARGUMENT A NULL argument, @p index out of range, or
- *                                  `struct_size` too small.
+ *                                  `struct_size` smaller than this version's
+ *                                  struct or larger than 65536 (64 KiB);
+ *                                  nothing is written.
  * @par Thread safety
  * Safe from any thread.
  */
@@ -457,10 +471,14 @@ DAO_API dao_status dao_snapshot_segment(const dao_snapshot *snapshot, size_t ind
  * @param[in]     snapshot The snapshot.
  * @param[in]     segment  Segment index.
  * @param[in]     index    Block index in the segment.
- * @param[in,out] info     Caller's struct with `struct_size` set.
+ * @param[in,out] info     Caller's struct with `struct_size` set; the
+ *                         fields this version knows are written, nothing
+ *                         past them (see ::dao_allocator_stats).
  * @retval DAO_OK                   Written.
  * @retval DAO_ERR_INVALID_ARGUMENT A NULL argument, an index out of range, or
- *                                  `struct_size` too small.
+ *                                  `struct_size` smaller than this version's
+ *                                  struct or larger than 65536 (64 KiB);
+ *                                  nothing is written.
  * @par Thread safety
  * Safe from any thread.
  */

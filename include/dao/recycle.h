@@ -52,7 +52,8 @@ typedef struct dao_collection dao_collection;
 /**
  * @brief Statistics of a pool. Set `struct_size` to
  *        `sizeof(dao_recycle_stats)` before dao_recycle_get_stats(); the
- *        struct may grow at its end in later versions.
+ *        struct may grow at its end in later versions (the rule of
+ *        size-tagged structs is written at ::dao_allocator_stats).
  *
  * Every buffer is in exactly one state: free (in the free list), held
  * (acquired or taken, or retained, by callers) or queued (submitted, not yet
@@ -193,10 +194,13 @@ DAO_API dao_status dao_recycle_close(dao_recycle_pool *pool);
  *        atomic snapshot (created = free + queued + held); the peaks and
  *        counters are read just after and are exact when no call runs.
  * @param[in]     pool  The pool.
- * @param[in,out] stats Caller's struct with `struct_size` set.
+ * @param[in,out] stats Caller's struct with `struct_size` set; the fields this
+ *                      version knows are written, nothing past them.
  * @retval DAO_OK                   Written.
  * @retval DAO_ERR_INVALID_ARGUMENT A NULL pointer, not a pool, or
- *                                  `struct_size` too small.
+ *                                  `struct_size` smaller than this version's
+ *                                  struct or larger than 65536 (64 KiB);
+ *                                  nothing is written.
  * @par Thread safety
  * Safe to call from any thread.
  */

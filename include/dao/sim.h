@@ -125,10 +125,14 @@ DAO_API dao_status dao_sim_get_profile(const char **profile);
  * @param[in]  device The SIM device.
  * @param[in]  op     The operation.
  * @param[out] out    Receives the count, bytes and simulated time; its
- *                    `struct_size` must be set.
+ *                    `struct_size` must be set. The fields this version
+ *                    knows are written, nothing past them (the rule of
+ *                    size-tagged structs is written at ::dao_allocator_stats).
  * @retval DAO_OK                   Done.
- * @retval DAO_ERR_INVALID_ARGUMENT @p out is NULL, its struct_size too small,
- *                                  or @p op unknown.
+ * @retval DAO_ERR_INVALID_ARGUMENT @p out is NULL, its struct_size smaller
+ *                                  than this version's struct or larger than
+ *                                  65536 (64 KiB), or @p op unknown; nothing
+ *                                  is written.
  * @retval DAO_ERR_NO_DEVICE        SIM device @p device does not exist.
  * @par Thread safety
  * Safe to call from any thread; the three fields are read one by one while

@@ -180,7 +180,9 @@ DAO_API dao_status dao_tensor_create(dao_tiered *pool, size_t bytes, dao_tensor 
  * @retval DAO_OK                   Written (queued in order).
  * @retval DAO_ERR_INVALID_ARGUMENT A NULL argument, a size mismatch, or a
  *                                  released tensor.
- * @retval DAO_ERR_OUT_OF_MEMORY    The host tier is full.
+ * @retval DAO_ERR_OUT_OF_MEMORY    The host tier is full, or the host has
+ *                                  no memory for the write's bookkeeping;
+ *                                  nothing was queued or changed.
  * @retval DAO_ERR_INVALID_STATE    The pool has failed.
  * @par Thread safety
  * Safe to call from any thread.
@@ -223,8 +225,12 @@ DAO_API dao_status dao_tensor_get_state(const dao_tensor *tensor, dao_tensor_sta
 
 /**
  * @brief Drop the caller's handle. The tensor's memory is freed once the
- *        last queued kernel that uses it has run; the handle must not be used
- *        again (a use after release is detected while the pool lives).
+ *        last queued kernel that uses it has run, and then its record is
+ *        kept for reuse, so a pool that creates temporary tensors stays
+ *        bounded. The handle must not be used again: a use after release is
+ *        refused (::DAO_ERR_INVALID_ARGUMENT, "already released") until the
+ *        record is reused by a later dao_tensor_create(), which happens only
+ *        after at least 256 more tensors of the pool were released.
  * @param[in] tensor The tensor.
  * @retval DAO_OK                   Released.
  * @retval DAO_ERR_INVALID_ARGUMENT NULL or an already released tensor.
@@ -250,7 +256,11 @@ DAO_API dao_status dao_tensor_release(dao_tensor *tensor);
  * @retval DAO_ERR_INVALID_ARGUMENT A NULL argument, a released tensor or a
  *                                  tensor of another pool.
  * @retval DAO_ERR_OUT_OF_MEMORY    The kernel's tensors cannot fit in the
- *                                  device budget at once (message: sizes).
+ *                                  device budget at once (message: sizes),
+ *                                  or the host has no memory for the
+ *                                  submission's bookkeeping. Either way the
+ *                                  kernel was not queued and nothing changed:
+ *                                  the call may be repeated.
  * @retval DAO_ERR_INVALID_STATE    The pool has failed.
  * @par Thread safety
  * Safe to call from any thread; kernels run in the order the calls return.
@@ -279,10 +289,15 @@ DAO_API dao_status dao_tiered_synchronize(dao_tiered *pool);
 /**
  * @brief Read the statistics of a pool.
  * @param[in]     pool  The pool.
- * @param[in,out] stats Caller's struct with `struct_size` set.
+ * @param[in,out] stats Caller's struct with `struct_size` set; the fields this
+ *                      version knows are written, nothing past them (the
+ *                      rule of size-tagged structs is written at
+ *                      ::dao_allocator_stats).
  * @retval DAO_OK                   Written.
  * @retval DAO_ERR_INVALID_ARGUMENT A NULL argument, not a pool, or
- *                                  `struct_size` too small.
+ *                                  `struct_size` smaller than this version's
+ *                                  struct or larger than 65536 (64 KiB);
+ *                                  nothing is written.
  * @par Thread safety
  * Safe to call from any thread.
  */

@@ -227,11 +227,14 @@ DAO_API dao_status dao_comm_rank_place(const dao_comm *comm, int rank, dao_place
  * @brief Describe a communicator.
  * @param[in]  comm The handle.
  * @param[out] info Receives the description; set `info->struct_size` first.
- *                  Its `transport` string is static.
+ *                  Its `transport` string is static. Only the fields this
+ *                  version knows are written, nothing past them (the rule
+ *                  of size-tagged structs is written at ::dao_allocator_stats).
  * @retval DAO_OK                   Written.
  * @retval DAO_ERR_INVALID_ARGUMENT A NULL argument, a dead handle, or a
  *                                  `struct_size` smaller than this
- *                                  version's struct.
+ *                                  version's struct or larger than 65536
+ *                                  (64 KiB); nothing is written.
  * @par Thread safety
  * Safe to call from any thread.
  */
@@ -312,7 +315,9 @@ DAO_API dao_status dao_whole_supported(const dao_comm *comm, dao_whole_type type
  *                  caller until dao_whole_destroy(). NULL on failure.
  * @retval DAO_OK                   Created on every rank.
  * @retval DAO_ERR_INVALID_ARGUMENT On every rank: some rank passed a NULL
- *                                  pointer, a bad `struct_size`, a zero
+ *                                  pointer, a bad `struct_size` (smaller
+ *                                  than this version's ::dao_whole_desc or
+ *                                  larger than 65536), a zero
  *                                  size, an entry size that does not divide
  *                                  the total size, or an unknown type or
  *                                  location; or the ranks disagree on an
@@ -353,10 +358,13 @@ DAO_API dao_status dao_whole_destroy(dao_whole *whole);
  * @brief Describe a whole memory object.
  * @param[in]  whole The handle.
  * @param[out] info  Receives the description; set `info->struct_size`
- *                   first.
+ *                   first. Only the fields this version knows are written,
+ *                   nothing past them (see ::dao_allocator_stats).
  * @retval DAO_OK                   Written.
  * @retval DAO_ERR_INVALID_ARGUMENT A NULL argument, a dead handle, or a
- *                                  `struct_size` that is too small.
+ *                                  `struct_size` smaller than this
+ *                                  version's struct or larger than 65536
+ *                                  (64 KiB); nothing is written.
  * @par Thread safety
  * Safe to call from any thread.
  */
@@ -368,9 +376,14 @@ DAO_API dao_status dao_whole_get_info(const dao_whole *whole, dao_whole_info *in
  * @param[in]  whole The handle.
  * @param[in]  rank  Any rank, 0 .. size - 1.
  * @param[out] range Receives the range; set `range->struct_size` first.
+ *                   Only the fields this version knows are written,
+ *                   nothing past them (see ::dao_allocator_stats).
  * @retval DAO_OK                   Written.
- * @retval DAO_ERR_INVALID_ARGUMENT A NULL argument, a dead handle, a bad
- *                                  `struct_size`, or @p rank out of range.
+ * @retval DAO_ERR_INVALID_ARGUMENT A NULL argument, a dead handle, a
+ *                                  `struct_size` smaller than this
+ *                                  version's struct or larger than 65536
+ *                                  (64 KiB), or @p rank out of range;
+ *                                  nothing is written.
  * @par Thread safety
  * Safe to call from any thread.
  */
@@ -400,10 +413,14 @@ DAO_API dao_status dao_whole_entry_rank(const dao_whole *whole, int64_t index, i
  *                   where it is the address the part would start at. Valid
  *                   until dao_whole_destroy().
  * @param[out] range Receives this rank's range; may be NULL. Set
- *                   `range->struct_size` first.
+ *                   `range->struct_size` first. Only the fields this version
+ *                   knows are written, nothing past them (see
+ *                   ::dao_allocator_stats).
  * @retval DAO_OK                   Written.
- * @retval DAO_ERR_INVALID_ARGUMENT A NULL @p ptr, a dead handle, or a bad
- *                                  `struct_size`.
+ * @retval DAO_ERR_INVALID_ARGUMENT A NULL @p ptr, a dead handle, or a
+ *                                  `struct_size` smaller than this
+ *                                  version's struct or larger than 65536
+ *                                  (64 KiB).
  * @par Thread safety
  * Safe to call from any thread.
  */
@@ -633,7 +650,8 @@ typedef struct dao_comm_transport {
  *        Experimental.
  *
  * @param[in]  transport The operations; copied. Unless it is NULL or its
- *                       `struct_size` is too small, libdao owns the
+ *                       `struct_size` is smaller than this version's
+ *                       struct or larger than 65536, libdao owns the
  *                       transport from this call on, and calls its
  *                       `destroy` when the call fails or when the handle is
  *                       destroyed.

@@ -78,10 +78,7 @@ extern "C" dao_status dao_allocator_trim(dao_allocator* a, size_t* released) {
 extern "C" dao_status dao_allocator_get_stats(dao_allocator* a, dao_allocator_stats* stats) {
   return guarded([&] {
     dao_allocator& h = checked_handle(a, "dao_allocator_get_stats");
-    require_non_null(stats, "dao_allocator_get_stats", "stats");
-    if (stats->struct_size < sizeof(dao_allocator_stats)) {  // before any work
-      write_sized(dao_allocator_stats{}, stats, "dao_allocator_get_stats", "stats");
-    }
+    check_sized(stats, "dao_allocator_get_stats", "stats");  // before any work
     allocator_counters c = h.impl->counters();
     dao_allocator_stats s{};
     s.allocated_bytes = c.allocated_bytes;

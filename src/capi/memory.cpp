@@ -1,4 +1,5 @@
 // dao_alloc / dao_free / dao_used: the place-level defaults.
+#include <memory>
 #include <mutex>
 #include <unordered_map>
 
@@ -13,21 +14,22 @@ using namespace dao::detail;
 namespace {
 
 // The handle of each place's default strategy, made on first request and
-// never destroyed (dao_place_allocator gives the same one every time).
+// never destroyed (dao_place_allocator gives the same one every time). All
+// or nothing: the handle is owned here until the table holds it, so a
+// failure part-way (out of memory) leaves nothing behind (issue 20).
 dao_allocator& place_handle(dao_place place) {
   static std::mutex mutex;
   static auto* handles = new std::unordered_map<const strategy*, dao_allocator*>();
   strategy& s = place_strategy(place);
   std::lock_guard<std::mutex> lock(mutex);
-  dao_allocator*& slot = (*handles)[&s];
-  if (slot == nullptr) {
-    auto* h = new dao_allocator();
-    h->impl = &s;
-    h->config = s.full_config();
-    h->place_default = true;
-    slot = h;
-  }
-  return *slot;
+  const auto found = handles->find(&s);
+  if (found != handles->end()) return *found->second;
+  auto h = std::make_unique<dao_allocator>();
+  h->impl = &s;
+  h->config = s.full_config();
+  h->place_default = true;
+  handles->emplace(&s, h.get());  // strong guarantee: on a throw, not inserted
+  return *h.release();
 }
 
 }  // namespace

@@ -124,10 +124,7 @@ extern "C" dao_status dao_recycle_close(dao_recycle_pool* pool) {
 extern "C" dao_status dao_recycle_get_stats(dao_recycle_pool* pool, dao_recycle_stats* stats) {
   return guarded([&] {
     dao_recycle_pool& p = checked_pool(pool, "dao_recycle_get_stats");
-    require_non_null(stats, "dao_recycle_get_stats", "stats");
-    if (stats->struct_size < sizeof(dao_recycle_stats)) {  // before any work
-      write_sized(dao_recycle_stats{}, stats, "dao_recycle_get_stats", "stats");
-    }
+    check_sized(stats, "dao_recycle_get_stats", "stats");  // before any work
     dao_recycle_stats s{};
     p.impl->read_stats(s);
     write_sized(s, stats, "dao_recycle_get_stats", "stats");

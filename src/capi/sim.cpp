@@ -44,9 +44,7 @@ extern "C" dao_status dao_sim_get_cost(int device, dao_sim_op op, dao_sim_cost* 
       throw invalid_argument(strprintf("dao_sim_get_cost: unknown operation %d (valid 0..%d)", o,
                                        DAO_SIM_OP_COUNT - 1));
     }
-    if (out->struct_size < sizeof(dao_sim_cost)) {  // before any work
-      write_sized(dao_sim_cost{}, out, "dao_sim_get_cost", "out");
-    }
+    check_sized(out, "dao_sim_get_cost", "out");  // before any work
     write_sized(sim_meter(device).read(o), out, "dao_sim_get_cost", "out");
   });
 }

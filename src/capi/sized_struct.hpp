@@ -1,27 +1,67 @@
 // Size-tagged structs (dao_allocator_stats, dao_recycle_stats, ...): the
-// caller sets struct_size; the library writes what fits, so that either side
-// may be newer.
+// caller sets struct_size; the library writes the fields it knows, so that
+// either side may be newer.
+//
+// The rule (issue 20: a struct_size larger than the caller's buffer, an
+// uninitialised field, made the library zero-fill up to struct_size bytes,
+// and SIZE_MAX gave a wild memset):
+//  - a struct_size below the size of the struct this version knows is
+//    refused (the caller's struct is older than any version had);
+//  - a struct_size above kMaxStructSize is refused: no struct of libdao will
+//    ever be that large, so it is an unset or corrupted field;
+//  - otherwise the library writes exactly sizeof(T) bytes (the fields it
+//    knows) and keeps the caller's struct_size. Bytes past sizeof(T), the
+//    fields of a newer header, are never touched: a caller that zero-fills
+//    its struct reads 0 in them.
+// A refusal is DAO_ERR_INVALID_ARGUMENT, with nothing written.
 #pragma once
 
+#include <cstddef>
 #include <cstring>
+#include <string>
 
 #include "capi/guard.hpp"
 #include "util/format.hpp"
 
 namespace dao::detail {
 
-// Copies `value` into the caller's struct `target`: refuses a struct_size
-// smaller than this version's, zero-fills the fields a newer caller has
-// beyond ours, and keeps the caller's struct_size.
+// The largest struct_size accepted (64 KiB), stated in the public headers.
+inline constexpr std::size_t kMaxStructSize = 64 * 1024;
+
+// Throws invalid_argument when `caller_size` cannot be the struct_size of a
+// struct this version knows as `known` bytes. The message names the field
+// as "<function>: <name>->struct_size" (`function` may be NULL: a collective
+// call adds its own prefix). Allocates only to throw.
+inline void check_struct_size(std::size_t caller_size, std::size_t known, const char* function,
+                              const char* name) {
+  if (caller_size >= known && caller_size <= kMaxStructSize) return;
+  const std::string what =
+      function != nullptr ? strprintf("%s: %s", function, name) : std::string(name);
+  if (caller_size < known) {
+    throw invalid_argument(strprintf("%s->struct_size is %zu; set it to sizeof (at least %zu)",
+                                     what.c_str(), caller_size, known));
+  }
+  throw invalid_argument(strprintf(
+      "%s->struct_size is %zu, larger than any libdao struct can be (at most %zu bytes): it is "
+      "probably unset; set it to sizeof (%zu in this version)",
+      what.c_str(), caller_size, kMaxStructSize, known));
+}
+
+// Checks the caller's struct `target` before any work: not NULL, and a
+// struct_size the rule above accepts.
+template <class T>
+void check_sized(const T* target, const char* function, const char* name) {
+  require_non_null(target, function, name);
+  check_struct_size(target->struct_size, sizeof(T), function, name);
+}
+
+// Copies `value` into the caller's struct `target`: checks it (check_sized),
+// writes the sizeof(T) bytes this version knows, nothing past them, and
+// keeps the caller's struct_size.
 template <class T>
 void write_sized(const T& value, T* target, const char* function, const char* name) {
-  require_non_null(target, function, name);
+  check_sized(target, function, name);
   const std::size_t caller_size = target->struct_size;
-  if (caller_size < sizeof(T)) {
-    throw invalid_argument(strprintf("%s: %s->struct_size is %zu; set it to sizeof (at least %zu)",
-                                     function, name, caller_size, sizeof(T)));
-  }
-  std::memset(reinterpret_cast<char*>(target) + sizeof(T), 0, caller_size - sizeof(T));
   std::memcpy(target, &value, sizeof(T));
   target->struct_size = caller_size;
 }

@@ -6,6 +6,7 @@
 
 #include "capi/guard.hpp"
 #include "capi/handles.hpp"
+#include "capi/sized_struct.hpp"
 #include "dao/tiered.h"
 #include "tiered/tiered_pool.hpp"
 #include "util/format.hpp"
@@ -123,19 +124,11 @@ extern "C" dao_status dao_tiered_synchronize(dao_tiered* pool) {
 extern "C" dao_status dao_tiered_get_stats(dao_tiered* pool, dao_tiered_stats* stats) {
   return guarded([&] {
     dao_tiered& p = checked_tiered(pool, "dao_tiered_get_stats");
-    require_non_null(stats, "dao_tiered_get_stats", "stats");
-    if (stats->struct_size < sizeof(dao_tiered_stats)) {
-      throw invalid_argument(strprintf(
-          "dao_tiered_get_stats: stats->struct_size is %zu; set it to sizeof(dao_tiered_stats) "
-          "(at least %zu)",
-          stats->struct_size, sizeof(dao_tiered_stats)));
-    }
+    check_sized(stats, "dao_tiered_get_stats", "stats");  // before any work
     dao_tiered_stats s;
     std::memset(&s, 0, sizeof s);
     p.impl->read_stats(s);
-    s.struct_size = stats->struct_size;
-    std::memset(reinterpret_cast<char*>(stats) + sizeof s, 0, stats->struct_size - sizeof s);
-    std::memcpy(stats, &s, sizeof s);
+    write_sized(s, stats, "dao_tiered_get_stats", "stats");
   });
 }
 

@@ -43,6 +43,7 @@ void need_size(const T* s, const char* name, const char* type) {
     throw invalid_argument(strprintf("%s->struct_size is %zu; set it to sizeof(%s) (at least %zu)",
                                      name, s->struct_size, type, sizeof(T)));
   }
+  check_struct_size(s->struct_size, sizeof(T), nullptr, name);  // not absurdly large
 }
 
 dao_whole_range range_of(const whole::whole_memory& w, int rank) {
@@ -108,6 +109,7 @@ extern "C" dao_status dao_comm_create_transport(const dao_comm_transport* transp
           strprintf("%s: transport->struct_size is %zu; set it to sizeof(dao_comm_transport) (%zu)",
                     fn, transport->struct_size, sizeof(dao_comm_transport)));
     }
+    check_struct_size(transport->struct_size, sizeof(dao_comm_transport), fn, "transport");
     std::unique_ptr<whole::transport> t;
     try {
       t = whole::adopt_transport(*transport);

@@ -9,6 +9,7 @@
 #include "core/error.hpp"
 #include "tiered/placement.hpp"
 #include "tiered/tensor.hpp"
+#include "tiered/tensor_records.hpp"
 #include "tiered/tier_memory.hpp"
 #include "tiered/transfers.hpp"
 #include "tiered/unlocked.hpp"
@@ -22,11 +23,12 @@ using steady = std::chrono::steady_clock;
 }  // namespace
 
 executor::executor(std::mutex& mu, placement& placement, transfers& copies, tier_memory& memory,
-                   dao_tiered_stats& stats, std::size_t prefetch)
+                   tensor_records& records, dao_tiered_stats& stats, std::size_t prefetch)
     : mu_(mu),
       placement_(placement),
       copies_(copies),
       memory_(memory),
+      records_(records),
       stats_(stats),
       prefetch_(prefetch) {
   try {
@@ -200,8 +202,16 @@ void executor::process(tiered_op& o, std::unique_lock<std::mutex>& lock) {
     case tiered_op::kind::kernel: run_kernel(o, lock); break;
     case tiered_op::kind::write: run_write(o, lock); break;
     case tiered_op::kind::read: run_read(o, lock); break;
-    case tiered_op::kind::release: free_if_dead(*o.tensor); break;
+    case tiered_op::kind::release: run_release(*o.tensor); break;
   }
+}
+
+// The last operation queued for a released tensor: every earlier one that
+// uses it has run, and no later one can name it (a released tensor is
+// refused), so once its memory is freed the record goes back for reuse.
+void executor::run_release(tiered_tensor& t) {
+  free_if_dead(t);
+  if (t.freed) records_.reclaim(t);
 }
 
 // Frees a released tensor whose queued uses have all run.

@@ -30,6 +30,7 @@ namespace dao::detail {
 struct tiered_tensor;
 
 class placement;
+class tensor_records;
 class tier_memory;
 class transfers;
 
@@ -56,8 +57,10 @@ class executor {
   // Starts the worker thread (throws backend_error if it cannot). `mu` is
   // the pool's mutex; everything passed in must outlive this object.
   // `prefetch`: how many queued kernels ahead have their inputs fetched.
+  // `records` takes back each released tensor's record once its release
+  // operation has run.
   executor(std::mutex& mu, placement& placement, transfers& copies, tier_memory& memory,
-           dao_tiered_stats& stats, std::size_t prefetch);
+           tensor_records& records, dao_tiered_stats& stats, std::size_t prefetch);
   // Stops the thread (see stop).
   ~executor() { stop(); }
 
@@ -102,6 +105,7 @@ class executor {
   void recycle_op(tiered_op* o) noexcept;
   void fail(const std::string& message);
   void free_if_dead(tiered_tensor& t);
+  void run_release(tiered_tensor& t);
   template <class Done>
   void wait_for(std::unique_lock<std::mutex>& lock, std::uint64_t target, Done done);
 
@@ -109,6 +113,7 @@ class executor {
   placement& placement_;
   transfers& copies_;
   tier_memory& memory_;
+  tensor_records& records_;
   dao_tiered_stats& stats_;
   std::size_t prefetch_;
 

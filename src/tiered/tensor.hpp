@@ -48,6 +48,9 @@ struct tiered_tensor {
   bool pinned = false;                               // used by the kernel being prepared
   bool prefetched = false;                           // fetched ahead, not yet used
   std::unique_ptr<dao::detail::event_impl> transit;  // after its last copy
+
+  // The pool's list of free records (tensor_records.hpp), once reclaimed.
+  tiered_tensor* next_free = nullptr;
 };
 
 // The logical time of the next access not yet executed (UINT64_MAX: none).
@@ -61,15 +64,26 @@ inline bool needs_copy(const tiered_tensor& t) noexcept {
   return !t.host_valid && (t.cursor < t.accesses.size() || !t.released);
 }
 
+// Makes room for one more access in `t`'s row (growing it geometrically),
+// so that the append_access() of an operation cannot fail. May throw
+// std::bad_alloc: nothing changed then but the row's capacity. An operation
+// reserves for every tensor it uses before it is published (queued), so that
+// it is queued with all its accesses or not at all (issue 20).
+inline void reserve_access(tiered_tensor& t) {
+  if (t.accesses.size() < t.accesses.capacity()) return;
+  t.accesses.reserve(t.accesses.empty() ? 4 : 2 * t.accesses.size());
+}
+
 // Adds an access at logical time `time` (merged with the last entry when it
-// is of the same operation).
-inline void append_access(tiered_tensor& t, std::uint64_t time, bool read, bool write) {
+// is of the same operation). Never throws after a reserve_access() for this
+// operation: at most one entry is added per operation and tensor.
+inline void append_access(tiered_tensor& t, std::uint64_t time, bool read, bool write) noexcept {
   if (!t.accesses.empty() && t.accesses.back().t == time) {
     t.accesses.back().read |= read;
     t.accesses.back().write |= write;
     return;
   }
-  t.accesses.push_back(tensor_access{time, read, write});
+  t.accesses.push_back(tensor_access{time, read, write});  // capacity reserved
 }
 
 // Marks the accesses up to `now` executed (last_use follows), dropping the

@@ -45,18 +45,17 @@ tiered_pool::tiered_pool(dao_place device, dao_place host, std::size_t device_bu
       memory_(device, host, device_budget, options_.host_budget, stats_),
       copies_(memory_.device_resource(), memory_.device_place(), options_.bandwidth),
       placement_(device_budget, scorer_, memory_, copies_, stats_),
-      executor_(mu_, placement_, copies_, memory_, stats_, options_.prefetch) {}
+      executor_(mu_, placement_, copies_, memory_, records_, stats_, options_.prefetch) {}
 
 tiered_pool::~tiered_pool() {
   executor_.stop();
   // Copies may still use host buffers (prefetches queued by the last kernel).
   copies_.close();
-  for (auto& t : tensors_) {
-    if (t->host != nullptr) memory_.host_free(t->host, t->bytes);
-    t->host = nullptr;
-    t->magic = 0;
-  }
-  tensors_.clear();
+  records_.for_each([this](tiered_tensor& t) {
+    if (t.host != nullptr) memory_.host_free(t.host, t.bytes);
+    t.host = nullptr;
+    t.magic = 0;
+  });
 }
 
 // --- calls of any thread ---------------------------------------------------
@@ -113,13 +112,12 @@ tiered_tensor* tiered_pool::create_tensor(std::size_t bytes) {
   }
   std::lock_guard<std::mutex> lock(mu_);
   require_not_failed("dao_tensor_create");
-  auto t = std::make_unique<tiered_tensor>();
+  tiered_tensor* t = records_.make();  // may throw: nothing changed then
   t->pool = this;
   t->bytes = bytes;
   t->id = ++next_id_;
-  tensors_.push_back(std::move(t));
   ++stats_.tensors_live;
-  return tensors_.back().get();
+  return t;
 }
 
 void tiered_pool::write(tiered_tensor& t, const void* src, std::size_t bytes) {
@@ -158,10 +156,12 @@ void tiered_pool::write(tiered_tensor& t, const void* src, std::size_t bytes) {
     o->what = tiered_op::kind::write;
     o->tensor = &t;
     o->staging = staging;
+    reserve_access(t);           // may throw: nothing changed then
+    executor_.enqueue(o.get());  // may throw: nothing queued then
+    // Published: nothing below throws.
     o->t = ++clock_;
     append_access(t, o->t, false, true);
     t.written = true;
-    executor_.enqueue(o.get());  // may throw: nothing queued then
   } catch (...) {
     memory_.host_free(staging, bytes);
     throw;
@@ -200,9 +200,10 @@ void tiered_pool::read(tiered_tensor& t, void* dst, std::size_t bytes) {
   o.tensor = &t;
   o.dst = dst;
   o.caller_owned = true;
+  reserve_access(t);      // may throw: nothing changed then
+  executor_.enqueue(&o);  // may throw: nothing queued then
   o.t = ++clock_;
   append_access(t, o.t, true, false);
-  executor_.enqueue(&o);
   executor_.wait_done(lock, o);
   if (o.status != DAO_OK) throw error(o.status, o.message);
 }
@@ -268,7 +269,13 @@ void tiered_pool::submit(dao_kernel_fn fn, void* user_data, tiered_tensor* const
         "budget is %zu bytes",
         o->distinct.size(), total, placement_.capacity()));
   }
-  executor_.enqueue(o.get());  // may throw: nothing changed then
+  // All or nothing: everything that can throw (the op and its lists above,
+  // room in each tensor's access row here, the queue's slot) comes before
+  // the op is published; once it is queued nothing throws. Appending the
+  // accesses after the push once freed a queued op when an append ran out
+  // of memory (issue 20).
+  for (tiered_tensor* t : o->distinct) reserve_access(*t);
+  executor_.enqueue(o.get());  // may throw: nothing queued then
   o->t = ++clock_;
   o->seq = ++stats_.kernels_submitted;
   for (tiered_tensor* t : o->inputs) append_access(*t, o->t, true, false);
@@ -286,6 +293,11 @@ void tiered_pool::synchronize() {
   if (executor_.failed()) {
     throw invalid_state(strprintf("dao_tiered_synchronize: %s", executor_.fail_message().c_str()));
   }
+}
+
+std::size_t tiered_pool::record_count() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return records_.size();
 }
 
 void tiered_pool::read_stats(dao_tiered_stats& out) {

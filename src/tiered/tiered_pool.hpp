@@ -8,7 +8,8 @@
 // The parts, each in its own file: tiered_options (the config string),
 // tier_memory (device range and host tier), transfers (streams and copies),
 // placement (arena, eviction policy, compaction, prefetch), executor (queue
-// and worker thread), tensor (a tensor's state and access table row).
+// and worker thread), tensor (a tensor's state and access table row),
+// tensor_records (where the tensors' records live, and their reuse).
 #pragma once
 
 #include <cstddef>
@@ -22,6 +23,7 @@
 #include "tiered/placement.hpp"
 #include "tiered/policy.hpp"
 #include "tiered/tensor.hpp"
+#include "tiered/tensor_records.hpp"
 #include "tiered/tier_memory.hpp"
 #include "tiered/tiered_options.hpp"
 #include "tiered/transfers.hpp"
@@ -52,6 +54,9 @@ class tiered_pool {
   // or a scoring callback of this pool): `function` would wait for the
   // kernel that calls it, for ever.
   void refuse_on_executor(const char* function) const;
+  // Tensor records held (live, released or free for reuse): a test hook for
+  // the bound that record reuse keeps.
+  std::size_t record_count() const;
   // The stream kernels run on: the C API gives it the handle kernels get.
   stream_object& compute_stream() noexcept { return copies_.compute_stream(); }
 
@@ -69,10 +74,10 @@ class tiered_pool {
   tier_memory memory_;
   transfers copies_;
   placement placement_;
-  std::vector<std::unique_ptr<tiered_tensor>> tensors_;  // under mu_
-  std::uint64_t next_id_ = 0;                            // under mu_
-  std::uint64_t clock_ = 0;  // logical time of the last operation, under mu_
-  executor executor_;        // last
+  tensor_records records_;     // under mu_
+  std::uint64_t next_id_ = 0;  // under mu_
+  std::uint64_t clock_ = 0;    // logical time of the last operation, under mu_
+  executor executor_;          // last
 };
 
 }  // namespace dao::detail

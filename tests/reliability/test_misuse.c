@@ -14,13 +14,17 @@
  *     queued, submitted twice or to another pool;
  *   - tensors released twice, used after release, or passed to another pool;
  *   - destroying objects that are still in use, or that belong to libdao or
- *     to a collection.
+ *     to a collection;
+ *   - size-tagged structs whose struct_size is larger than the buffer or
+ *     absurd (SIZE_MAX): libdao writes only the fields it knows.
  *
  * The status asserted is the one the header documents for each function.
  */
 #define _POSIX_C_SOURCE 200809L
 
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "dao_test.h"
@@ -736,6 +740,155 @@ static void destroying_objects_in_use_is_refused(void **state) {
   assert_ok(dao_collection_destroy(coll));
 }
 
+/* --- size-tagged structs ------------------------------------------------
+ * A struct_size larger than the caller's buffer (an unset field) must not
+ * make libdao write past what it knows: it writes the fields of its own
+ * version only, and refuses a struct_size no libdao struct can have (above
+ * 64 KiB, SIZE_MAX) with nothing written (issue 20). */
+
+typedef dao_status (*sized_out_fn)(void *ctx, void *out);
+
+static void sized_out_case(const char *what, sized_out_fn call, void *ctx, size_t known) {
+  static const size_t larger[] = {1, 8, 100, 4096, 65536};
+  static const size_t absurd[] = {65537, (size_t)1 << 40, SIZE_MAX / 2, SIZE_MAX};
+  size_t i, b, size;
+  unsigned char *buf;
+  for (i = 0; i < sizeof larger / sizeof larger[0]; ++i) {
+    /* The buffer is exactly struct_size bytes (ASan sees any byte past it). */
+    size = larger[i] == 65536 ? 65536 : known + larger[i];
+    buf = malloc(size);
+    assert_non_null(buf);
+    memset(buf, 0xA5, size);
+    memcpy(buf, &size, sizeof size);
+    if (call(ctx, buf) != DAO_OK) {
+      print_error("%s, struct_size %zu (known %zu): %s\n", what, size, known, dao_last_error());
+      fail();
+    }
+    for (b = known; b < size; ++b) {
+      if (buf[b] != 0xA5) {
+        print_error("%s wrote byte %zu of a struct of %zu (it knows %zu)\n", what, b, size, known);
+        fail();
+      }
+    }
+    assert_memory_equal(buf, &size, sizeof size); /* the caller's struct_size kept */
+    free(buf);
+  }
+  for (i = 0; i < sizeof absurd / sizeof absurd[0]; ++i) {
+    /* Only the bytes it knows exist: a write past them is a heap overflow. */
+    buf = malloc(known);
+    assert_non_null(buf);
+    memset(buf, 0x5A, known);
+    memcpy(buf, &absurd[i], sizeof absurd[i]);
+    if (call(ctx, buf) != DAO_ERR_INVALID_ARGUMENT) {
+      print_error("%s accepted struct_size %zu\n", what, absurd[i]);
+      fail();
+    }
+    assert_message_has("struct_size");
+    assert_message_has("65536");
+    assert_memory_equal(buf, &absurd[i], sizeof absurd[i]);
+    for (b = sizeof(size_t); b < known; ++b) assert_int_equal(buf[b], 0x5A); /* nothing written */
+    free(buf);
+  }
+  /* Smaller than any version: refused, nothing written. */
+  buf = malloc(known);
+  assert_non_null(buf);
+  memset(buf, 0x5A, known);
+  size = sizeof(size_t);
+  memcpy(buf, &size, sizeof size);
+  assert_status(call(ctx, buf), DAO_ERR_INVALID_ARGUMENT);
+  assert_message_has("struct_size");
+  for (b = sizeof(size_t); b < known; ++b) assert_int_equal(buf[b], 0x5A);
+  free(buf);
+}
+
+static dao_status call_allocator_stats(void *ctx, void *out) {
+  return dao_allocator_get_stats((dao_allocator *)ctx, (dao_allocator_stats *)out);
+}
+static dao_status call_snapshot_segment(void *ctx, void *out) {
+  return dao_snapshot_segment((const dao_snapshot *)ctx, 0, (dao_segment_info *)out);
+}
+static dao_status call_snapshot_block(void *ctx, void *out) {
+  return dao_snapshot_block((const dao_snapshot *)ctx, 0, 0, (dao_block_info *)out);
+}
+static dao_status call_recycle_stats(void *ctx, void *out) {
+  return dao_recycle_get_stats((dao_recycle_pool *)ctx, (dao_recycle_stats *)out);
+}
+static dao_status call_tiered_stats(void *ctx, void *out) {
+  return dao_tiered_get_stats((dao_tiered *)ctx, (dao_tiered_stats *)out);
+}
+static dao_status call_sim_cost(void *ctx, void *out) {
+  (void)ctx;
+  return dao_sim_get_cost(0, DAO_SIM_OP_ALLOC, (dao_sim_cost *)out);
+}
+static dao_status call_comm_info(void *ctx, void *out) {
+  return dao_comm_get_info((const dao_comm *)ctx, (dao_comm_info *)out);
+}
+static dao_status call_whole_info(void *ctx, void *out) {
+  return dao_whole_get_info((const dao_whole *)ctx, (dao_whole_info *)out);
+}
+static dao_status call_whole_partition(void *ctx, void *out) {
+  return dao_whole_get_partition((const dao_whole *)ctx, 0, (dao_whole_range *)out);
+}
+static dao_status call_whole_local(void *ctx, void *out) {
+  void *ptr = NULL;
+  return dao_whole_get_local((const dao_whole *)ctx, &ptr, (dao_whole_range *)out);
+}
+
+static void sized_structs_are_bounded(void **state) {
+  dao_allocator *a = NULL;
+  dao_snapshot *snap = NULL;
+  dao_recycle_pool *pool = NULL;
+  dao_tiered *tp = NULL;
+  dao_comm *comm = NULL;
+  dao_whole *whole = NULL;
+  dao_whole_desc desc;
+  dao_place place = dao_place_cpu();
+  size_t shape[1] = {16};
+  void *p = NULL;
+  (void)state;
+  assert_ok(dao_allocator_create(dao_place_sim(0), "caching", NULL, &a));
+  assert_ok(dao_allocator_alloc(a, BLOCK, NULL, &p));
+  assert_ok(dao_allocator_snapshot(a, &snap));
+  assert_ok(dao_recycle_create(dao_place_cpu(), 4, 1, shape, 2, 0, "name=sized", &pool));
+  assert_ok(dao_tiered_create(dao_place_sim(0), dao_place_cpu(), MIB, NULL, &tp));
+  assert_ok(dao_comm_create_local(1, &place, &comm));
+  memset(&desc, 0, sizeof desc);
+  desc.struct_size = sizeof desc;
+  desc.type = DAO_WHOLE_CONTINUOUS;
+  desc.location = DAO_WHOLE_HOST;
+  desc.total_size = MIB;
+  desc.entry_size = 64;
+  assert_ok(dao_whole_create(comm, &desc, &whole));
+
+  sized_out_case("dao_allocator_get_stats", call_allocator_stats, a, sizeof(dao_allocator_stats));
+  sized_out_case("dao_snapshot_segment", call_snapshot_segment, snap, sizeof(dao_segment_info));
+  sized_out_case("dao_snapshot_block", call_snapshot_block, snap, sizeof(dao_block_info));
+  sized_out_case("dao_recycle_get_stats", call_recycle_stats, pool, sizeof(dao_recycle_stats));
+  sized_out_case("dao_tiered_get_stats", call_tiered_stats, tp, sizeof(dao_tiered_stats));
+  sized_out_case("dao_sim_get_cost", call_sim_cost, NULL, sizeof(dao_sim_cost));
+  sized_out_case("dao_comm_get_info", call_comm_info, comm, sizeof(dao_comm_info));
+  sized_out_case("dao_whole_get_info", call_whole_info, whole, sizeof(dao_whole_info));
+  sized_out_case("dao_whole_get_partition", call_whole_partition, whole, sizeof(dao_whole_range));
+  sized_out_case("dao_whole_get_local", call_whole_local, whole, sizeof(dao_whole_range));
+
+  /* An input struct of an absurd size is refused too, and nothing made. */
+  {
+    dao_whole *none = NULL;
+    desc.struct_size = SIZE_MAX;
+    assert_status(dao_whole_create(comm, &desc, &none), DAO_ERR_INVALID_ARGUMENT);
+    assert_message_has("struct_size");
+    assert_null(none);
+  }
+
+  assert_ok(dao_whole_destroy(whole));
+  assert_ok(dao_comm_destroy(comm));
+  assert_ok(dao_tiered_destroy(tp));
+  assert_ok(dao_recycle_destroy(pool));
+  assert_ok(dao_snapshot_destroy(snap));
+  assert_ok(dao_allocator_free(a, p));
+  assert_ok(dao_allocator_destroy(a));
+}
+
 int main(void) {
   const size_t caps[2] = {64 * MIB, 64 * MIB};
   const struct CMUnitTest tests[] = {
@@ -753,6 +906,7 @@ int main(void) {
       cmocka_unit_test(queued_buffers_misused_are_refused),
       cmocka_unit_test(tensors_released_twice_or_used_after_release_are_refused),
       cmocka_unit_test(destroying_objects_in_use_is_refused),
+      cmocka_unit_test(sized_structs_are_bounded),
   };
   /* Independent of the environment. */
   if (dao_sim_configure(2, caps) != DAO_OK) {
