@@ -29,7 +29,6 @@ namespace faults = dao::detail::faults;
 namespace {
 
 constexpr std::size_t KiB = 1024, MiB = 1024 * KiB;
-constexpr std::size_t kSimCapacity = 64 * MiB;  // DAO_SIM_DEVICES=2x64MiB (ctest)
 
 std::uint64_t mix64(std::uint64_t x) {
   x += 0x9E3779B97F4A7C15ull;
