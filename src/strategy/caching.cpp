@@ -48,6 +48,9 @@ std::uint32_t caching_strategy::find_pool(stream_handle stream, bool small) {
   if (streams_.switch_to(stream)) release_cached(false, true);
   std::uint32_t pi = streams_.lookup(stream, small);
   if (pi == kNone) {
+    // Room for the new pool's entry in release_cached()'s scratch, which a
+    // trim must find without allocating.
+    quiet_.reserve(blocks_.pool_count() + std::size_t(1));
     pi = blocks_.add_pool(small);
     streams_.add(stream, small, pi);
   }
@@ -163,7 +166,10 @@ void caching_strategy::release_segment(std::uint32_t segment_index) noexcept {
 std::size_t caching_strategy::release_cached(bool wait, bool dead_streams_only) {
   blocks_.merge_all_recent();
   std::size_t released = 0;
-  std::vector<std::int8_t> quiet(blocks_.pool_count(), -1);  // settled(pool, wait), asked once
+  // settled(pool, wait), asked once; capacity reserved as pools are added,
+  // so that a trim allocates nothing here.
+  std::vector<std::int8_t>& quiet = quiet_;
+  quiet.assign(blocks_.pool_count(), -1);
   for (std::uint32_t si = 0; si < segments_.count(); ++si) {
     const segment_map::segment& seg = segments_[si];
     if (!seg.live) continue;
@@ -317,7 +323,7 @@ std::size_t caching_strategy::record_uses(std::uint32_t index) {
   const std::uintptr_t addr = blocks_[index].addr;
   std::size_t queued = 0;
   try {
-    queued = streams_.defer_free(index, [this] { return segments_.new_event(); });
+    queued = streams_.defer_free(index);
   } catch (...) {
     if (!options_.fast_reuse)
       blocks_.live().insert(addr, index);  // the slot it left is free: cannot fail
@@ -355,7 +361,7 @@ void caching_strategy::record_stream(void* p, const stream_object* stream) {
   block& b = blocks_[index];
   if (stream == nullptr || stream == b.stream) return;
   check_stream_place(stream, "dao_allocator_record_stream");
-  streams_.add_use(index, stream);
+  streams_.add_use(index, stream, [this] { return segments_.new_event(); });
   b.has_uses = true;
 }
 

@@ -25,6 +25,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "core/error.hpp"
 #include "strategy/block_pool.hpp"
@@ -104,6 +105,9 @@ class caching_strategy final : public strategy {
   stream_order streams_;
   segment_map segments_;
   block_pool blocks_;
+  // Scratch of release_cached(): one entry per pool, reserved as pools are
+  // added.
+  std::vector<std::int8_t> quiet_;
   mutable fast_mutex mutex_;
 };
 
