@@ -59,7 +59,8 @@ bool workload(const char* config, bool with_stream, step armed_step, long k) {
   bool fired = false;
   void* p[3] = {};
   const size_t sizes[3] = {1000, 3u << 20, 64u << 10};
-  for (int i = 0; i < 3; ++i) ok(dao_allocator_alloc(a, sizes[i], nullptr, &p[i]), what + ": alloc");
+  for (int i = 0; i < 3; ++i)
+    ok(dao_allocator_alloc(a, sizes[i], nullptr, &p[i]), what + ": alloc");
   if (with_stream) {
     for (void* q : p) ok(dao_allocator_record_stream(a, q, s), what + ": record_stream");
   }
