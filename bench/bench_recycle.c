@@ -18,7 +18,7 @@
  *
  * For the libdao rows, every buffer of the pool is created up front
  * (preallocate = --pool), and the pool's `created` statistic and
- * dao_used() of its place are read before and after every timed
+ * dao_used_internal() of its place are read before and after every timed
  * repetition: in steady state neither may change (no buffer created, no
  * memory taken from the place). Measured figures: docs/recycle.md.
  *
@@ -160,7 +160,7 @@ typedef struct row {
   dao_place place;
   uint64_t created_before, created_after; /* first and last timed repetition */
   size_t used_before, used_after;
-  uint64_t steady_allocations; /* buffers created + reps where dao_used moved */
+  uint64_t steady_allocations; /* buffers created + reps where dao_used_internal moved */
   uint64_t waits;              /* acquire and take waits in timed repetitions */
   /* KIND_MALLOC (filled) and KIND_FREELIST (filled and free) */
   mc_queue filled, free_list;
@@ -468,9 +468,9 @@ static int read_steady_state(row *r, uint64_t *created, size_t *used, uint64_t *
   memset(&st, 0, sizeof st);
   st.struct_size = sizeof st;
   s = dao_recycle_get_stats(r->pool, &st);
-  if (s == DAO_OK) s = dao_used(r->place, used);
+  if (s == DAO_OK) s = dao_used_internal(r->place, used);
   if (s != DAO_OK) {
-    set_failed(r, "error: dao_recycle_get_stats/dao_used: %s: %s", dao_status_string(s),
+    set_failed(r, "error: dao_recycle_get_stats/dao_used_internal: %s: %s", dao_status_string(s),
                dao_last_error());
     return 0;
   }
@@ -681,8 +681,8 @@ int main(int argc, char **argv) {
            r->best_rate * 1e-6, 1e9 / r->median_rate, r->note);
   }
 
-  printf(
-      "\nlibdao steady state, over the timed repetitions (pool stats `created`, dao_used(cpu))\n");
+  printf("\nlibdao steady state, over the timed repetitions (pool stats `created`, "
+         "dao_used_internal(cpu))\n");
   printf("%-30s %5s %17s %27s %12s %14s\n", "path", "pairs", "created", "dao_used", "allocations",
          "waits/buffer");
   for (i = 0; i < NROWS; ++i) {
@@ -698,8 +698,9 @@ int main(int argc, char **argv) {
            (double)r->waits / ((double)o.buffers * (double)o.reps));
     if (r->steady_allocations != 0) ++steady_failures;
   }
-  printf("(allocations: buffers created during timed repetitions, plus repetitions in which\n"
-         " dao_used moved; must be 0. waits/buffer: acquires and takes that had to wait)\n");
+  printf(
+      "(allocations: buffers created during timed repetitions, plus repetitions in which\n"
+      " dao_used_internal moved; must be 0. waits/buffer: acquires and takes that had to wait)\n");
 
   if (!rows[0].failed) {
     printf("\ntarget: >= %.0f M buffers/s with one pair: %.2f M/s (%s); zero allocations in "

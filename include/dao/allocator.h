@@ -279,6 +279,12 @@ DAO_API dao_status dao_allocator_alloc(dao_allocator *a, size_t size, dao_stream
  * @retval DAO_ERR_INVALID_POINTER  @p ptr is not live in @p a (foreign,
  *                                  already freed, or interior). Nothing
  *                                  was changed.
+ *
+ * A free never fails for lack of memory: what a stream-ordered free needs
+ * (an event and a queue entry per stream of dao_allocator_record_stream())
+ * is taken when the stream is recorded. Where a stream cannot record that
+ * event (its own queue out of memory), the free waits for the stream
+ * instead.
  * @par Thread safety
  * Safe to call concurrently with any call on the same allocator except
  * dao_allocator_destroy().
@@ -316,6 +322,8 @@ DAO_API dao_status dao_allocator_usable_size(dao_allocator *a, const void *ptr, 
  * @param[out] released Receives the bytes given back; may be NULL.
  * @retval DAO_OK                   Done (possibly 0 bytes).
  * @retval DAO_ERR_INVALID_ARGUMENT @p a is NULL.
+ *
+ * A trim needs no memory of its own, so it never fails for lack of it.
  * @par Thread safety
  * As dao_allocator_free().
  */
@@ -416,6 +424,10 @@ DAO_API dao_status dao_allocator_reset_accumulated_stats(dao_allocator *a);
  * @retval DAO_ERR_INVALID_ARGUMENT @p a is NULL, @p stream is not a stream
  *                                  handle, or it belongs to another place.
  * @retval DAO_ERR_INVALID_POINTER  @p ptr is not live in @p a.
+ * @retval DAO_ERR_OUT_OF_MEMORY    No host memory for the event and queue
+ *                                  entry the block's free will need (taken
+ *                                  here, so that the free cannot fail).
+ *                                  Nothing was recorded.
  * @retval DAO_ERR_UNSUPPORTED      The strategy is not stream-ordered
  *                                  ("buddy", "system" free at once:
  *                                  synchronize before freeing).

@@ -55,7 +55,13 @@ DAO_API dao_status dao_alloc(dao_place place, size_t size, void **ptr);
  * @retval DAO_ERR_NO_DEVICE        The device does not exist.
  * @retval DAO_ERR_INVALID_POINTER  @p ptr is not live on this place
  *                                  (foreign, already freed, or from another
- *                                  place). Nothing was changed.
+ *                                  place), or is memory the library took
+ *                                  for itself (a recycle pool's buffer, a
+ *                                  tiered pool's tier, a part of partitioned
+ *                                  memory: see dao_used_internal()). Nothing
+ *                                  was changed.
+ *
+ * A valid free allocates nothing, so it never fails for lack of memory.
  * @par Thread safety
  * Safe to call from any thread.
  */
@@ -64,6 +70,10 @@ DAO_API dao_status dao_free(dao_place place, void *ptr);
 /**
  * @brief Bytes currently handed out on a place by dao_alloc(), counted in
  *        block sizes (so at least the sum of the sizes asked for).
+ *
+ * Only the caller's memory: what the library takes for itself on the place
+ * (recycle pools, tiered pools, partitioned memory) is counted apart, by
+ * dao_used_internal().
  *
  * @param[in]  place The place.
  * @param[out] bytes Receives the count.
@@ -75,6 +85,32 @@ DAO_API dao_status dao_free(dao_place place, void *ptr);
  * Safe to call from any thread.
  */
 DAO_API dao_status dao_used(dao_place place, size_t *bytes);
+
+/**
+ * @brief Bytes the library itself holds on a place, counted in block sizes:
+ *        the memory of recycle pools (recycle.h), tiered pools
+ *        (tiered.h) and partitioned memory parts (whole.h) that live
+ *        there.
+ *
+ * That memory comes from an allocator of its own per place, which takes it
+ * straight from the place and caches nothing (strategy "system"; the pools
+ * keep and reuse their memory themselves, and what they give back is the
+ * place's again at once). So it is never counted by dao_used(), and
+ * dao_free() refuses its pointers with DAO_ERR_INVALID_POINTER.
+ * DAO_ALLOCATOR and DAO_ALLOC_CONF (and their limits) apply to the caller's
+ * memory only.
+ *
+ * @param[in]  place The place.
+ * @param[out] bytes Receives the count (0 while the library holds nothing
+ *                   there).
+ * @retval DAO_OK                   Written.
+ * @retval DAO_ERR_INVALID_ARGUMENT @p bytes is NULL, unknown kind or bad
+ *                                  device index.
+ * @retval DAO_ERR_NO_DEVICE        The device does not exist.
+ * @par Thread safety
+ * Safe to call from any thread.
+ */
+DAO_API dao_status dao_used_internal(dao_place place, size_t *bytes);
 
 /**
  * @brief The default allocator of a place, created if needed.

@@ -40,8 +40,12 @@
  * disagree (or are in different collective calls) all get
  * ::DAO_ERR_INVALID_ARGUMENT with a message that names the ranks and the
  * values, instead of waiting for each other; so does every rank when one
- * rank passes a bad argument. A rank that never makes the call, though,
- * leaves the others waiting, as MPI does. One-sided calls (gather, scatter
+ * rank passes a bad argument. A step that fails on some ranks only (a
+ * place without room, a file, or host memory for libdao's own bookkeeping
+ * running out on one rank) fails the call on every rank alike, with a
+ * message that names the failing rank, and every rank releases what it
+ * made. A rank that never makes the call, though, leaves the others
+ * waiting, as MPI does. One-sided calls (gather, scatter
  * and the queries) involve only the calling rank.
  *
  * Visibility: what a rank writes (scatter, or through a pointer into the
@@ -327,8 +331,10 @@ DAO_API dao_status dao_whole_supported(const dao_comm *comm, dao_whole_type type
  *                                  on that location by this communicator;
  *                                  the message says which would work.
  * @retval DAO_ERR_OUT_OF_MEMORY    On every rank: some rank's place has no
- *                                  room for its part (the message names
- *                                  the rank and the place).
+ *                                  room for its part, or some rank ran out
+ *                                  of host memory for its bookkeeping (the
+ *                                  message names the rank, and the place).
+ *                                  No rank keeps anything of the object.
  * @retval DAO_ERR_BACKEND          The transport (MPI) failed.
  * @par Thread safety
  * Collective calls on one communicator handle must not run concurrently.
@@ -349,6 +355,9 @@ DAO_API dao_status dao_whole_create(dao_comm *comm, const dao_whole_desc *desc, 
  *                                  ranks are destroying different objects
  *                                  or are in different collective calls.
  *                                  Nothing was destroyed.
+ *
+ * A destroy allocates nothing, so it never fails for lack of memory (with a
+ * transport handed in, only the transport's own barrier can fail).
  * @par Thread safety
  * Not concurrently with any other use of the object on this rank.
  */

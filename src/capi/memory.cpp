@@ -1,4 +1,5 @@
-// dao_alloc / dao_free / dao_used: the place-level defaults.
+// dao_alloc / dao_free / dao_used: the place-level defaults (and
+// dao_used_internal: the library's own strategies beside them).
 #include <memory>
 #include <mutex>
 #include <unordered_map>
@@ -54,6 +55,15 @@ extern "C" dao_status dao_used(dao_place place, size_t* bytes) {
   return guarded([&] {
     require_non_null(bytes, "dao_used", "bytes");
     *bytes = static_cast<size_t>(place_strategy(place).counters().allocated_bytes);
+  });
+}
+
+extern "C" dao_status dao_used_internal(dao_place place, size_t* bytes) {
+  return guarded([&] {
+    require_non_null(bytes, "dao_used_internal", "bytes");
+    resource_for(place);  // a bad place fails even where nothing was made
+    const strategy* s = internal_place_strategy_if_made(place);
+    *bytes = s != nullptr ? static_cast<size_t>(s->counters().allocated_bytes) : 0;
   });
 }
 

@@ -58,12 +58,6 @@ dao_whole_range range_of(const whole::whole_memory& w, int rank) {
   return r;
 }
 
-dao_comm* wrap(std::unique_ptr<whole::communicator> impl) {
-  auto handle = std::make_unique<dao_comm>();
-  handle->impl = std::move(impl);
-  return handle.release();
-}
-
 }  // namespace
 }  // namespace dao::detail
 
@@ -116,12 +110,15 @@ extern "C" dao_status dao_comm_create_transport(const dao_comm_transport* transp
     } catch (const error& e) {
       throw error(e.status(), strprintf("%s: %s", fn, e.what()));
     }
-    // A NULL out is this rank's failure; the others must hear of it.
-    const outcome pre =
-        out == nullptr ? outcome{DAO_ERR_INVALID_ARGUMENT, "out must not be NULL"} : outcome{};
+    // A NULL out is this rank's failure, and so is no memory for the
+    // handle; the others must hear of it.
+    std::unique_ptr<dao_comm> handle;
+    const outcome pre = out == nullptr ? outcome{DAO_ERR_INVALID_ARGUMENT, "out must not be NULL"}
+                                       : capture([&] { handle = std::make_unique<dao_comm>(); });
     std::unique_ptr<whole::communicator> impl =
         whole::make_communicator(std::move(t), place, fn, pre);
-    *out = wrap(std::move(impl));
+    handle->impl = std::move(impl);
+    *out = handle.release();
   });
 }
 
@@ -226,6 +223,9 @@ extern "C" dao_status dao_whole_create(dao_comm* comm, const dao_whole_desc* des
   return guarded([&] {
     dao_comm& c = checked_comm(comm, "dao_whole_create");
     whole::whole_params params;
+    std::unique_ptr<dao_whole> handle;
+    // The handle too is this rank's to make before the agreement: a rank
+    // out of memory for it must fail with the others, not alone (issue 20).
     const outcome pre = capture([&] {
       need(out, "out");
       need(desc, "desc");
@@ -234,8 +234,8 @@ extern "C" dao_status dao_whole_create(dao_comm* comm, const dao_whole_desc* des
       params.location = raw_enum(desc->location);
       params.total_size = desc->total_size;
       params.entry_size = desc->entry_size;
+      handle = std::make_unique<dao_whole>();
     });
-    auto handle = std::make_unique<dao_whole>();
     handle->impl = whole::whole_memory::create(*c.impl, params, pre);
     c.impl->live_objects.fetch_add(1);
     *out = handle.release();

@@ -158,7 +158,7 @@ std::unique_ptr<recycle_pool> recycle_pool::create(dao_place place, std::size_t 
                                                    const std::string& default_name) {
   pool_params p = check_params(element_size, ndim, shape, max_buffers, preallocate, config,
                                function, default_name);
-  strategy& allocator = place_strategy(place);  // no_device / invalid_argument
+  strategy& allocator = internal_place_strategy(place);  // no_device / invalid_argument
   std::unique_ptr<recycle_pool> pool(new recycle_pool(place, allocator, p.element_size, p.ndim,
                                                       p.shape, p.bytes, p.max_buffers, p.spin,
                                                       std::move(p.name)));

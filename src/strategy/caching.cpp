@@ -48,6 +48,9 @@ std::uint32_t caching_strategy::find_pool(stream_handle stream, bool small) {
   if (streams_.switch_to(stream)) release_cached(false, true);
   std::uint32_t pi = streams_.lookup(stream, small);
   if (pi == kNone) {
+    // Room for the new pool's entry in release_cached()'s scratch, which a
+    // trim must find without allocating.
+    quiet_.reserve(blocks_.pool_count() + std::size_t(1));
     pi = blocks_.add_pool(small);
     streams_.add(stream, small, pi);
   }
@@ -163,7 +166,10 @@ void caching_strategy::release_segment(std::uint32_t segment_index) noexcept {
 std::size_t caching_strategy::release_cached(bool wait, bool dead_streams_only) {
   blocks_.merge_all_recent();
   std::size_t released = 0;
-  std::vector<std::int8_t> quiet(blocks_.pool_count(), -1);  // settled(pool, wait), asked once
+  // settled(pool, wait), asked once; capacity reserved as pools are added,
+  // so that a trim allocates nothing here.
+  std::vector<std::int8_t>& quiet = quiet_;
+  quiet.assign(blocks_.pool_count(), -1);
   for (std::uint32_t si = 0; si < segments_.count(); ++si) {
     const segment_map::segment& seg = segments_[si];
     if (!seg.live) continue;
@@ -327,14 +333,10 @@ void caching_strategy::release_if_whole(std::unique_lock<fast_mutex>& lock,
   const std::uint32_t si = b.segment, pool = b.pool;
   const std::uintptr_t base = segments_[si].base;
   if (!streams_.settled(pool, false)) {
-    try {
-      const stream_order::wait_list w = streams_.waits_of(pool);
-      lock.unlock();
-      w.wait();
-      lock.lock();
-    } catch (...) {
-      return;  // no memory to wait with: the segment stays cached
-    }
+    const stream_order::wait_list w = streams_.waits_of(pool);
+    lock.unlock();
+    w.wait();
+    lock.lock();
     const std::uint32_t first =
         segments_[si].live && segments_[si].base == base ? blocks_.first_of(si) : kNone;
     if (first == kNone || blocks_[first].next != kNone || blocks_[first].st != state::free ||
@@ -346,7 +348,7 @@ void caching_strategy::release_if_whole(std::unique_lock<fast_mutex>& lock,
 
 // Waits for every stream with pools here and every pending free, without
 // the lock, which is held again on return.
-void caching_strategy::wait_unlocked(std::unique_lock<fast_mutex>& lock) {
+void caching_strategy::wait_unlocked(std::unique_lock<fast_mutex>& lock) noexcept {
   const stream_order::wait_list w = streams_.waits();
   lock.unlock();
   w.wait();
@@ -360,7 +362,7 @@ std::size_t caching_strategy::record_uses(std::uint32_t index) {
   const std::uintptr_t addr = blocks_[index].addr;
   std::size_t queued = 0;
   try {
-    queued = streams_.defer_free(index, [this] { return segments_.new_event(); });
+    queued = streams_.defer_free(index);
   } catch (...) {
     if (!options_.fast_reuse)
       blocks_.live().insert(addr, index);  // the slot it left is free: cannot fail
@@ -404,7 +406,7 @@ void caching_strategy::record_stream(void* p, const stream_object* stream) {
   block& b = blocks_[index];
   if (stream == nullptr || stream == b.stream) return;
   check_stream_place(stream, "dao_allocator_record_stream");
-  streams_.add_use(index, stream);
+  streams_.add_use(index, stream, [this] { return segments_.new_event(); });
   b.has_uses = true;
 }
 

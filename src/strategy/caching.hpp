@@ -25,6 +25,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "core/error.hpp"
 #include "strategy/block_pool.hpp"
@@ -89,7 +90,7 @@ class caching_strategy final : public strategy {
   std::uint32_t obtain_block(std::unique_lock<fast_mutex>& lock, std::uint32_t pool_index,
                              std::size_t size);
   // Never wait for a stream under the lock: these unlock while they wait.
-  void wait_unlocked(std::unique_lock<fast_mutex>& lock);
+  void wait_unlocked(std::unique_lock<fast_mutex>& lock) noexcept;
   void release_if_whole(std::unique_lock<fast_mutex>& lock, std::uint32_t index) noexcept;
   bool free_block(std::uint32_t index) noexcept;
   std::size_t record_uses(std::uint32_t index);
@@ -108,6 +109,9 @@ class caching_strategy final : public strategy {
   stream_order streams_;
   segment_map segments_;
   block_pool blocks_;
+  // Scratch of release_cached(): one entry per pool, reserved as pools are
+  // added.
+  std::vector<std::int8_t> quiet_;
   mutable fast_mutex mutex_;
 };
 

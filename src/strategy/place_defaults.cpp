@@ -57,9 +57,13 @@ std::array<default_config, DAO_PLACE_KIND_COUNT> read_default_configs() {
   return out;
 }
 
+// Two strategies per place: the user's (dao_alloc) and the library's own
+// (internal_place_strategy, "system"), so that neither sees the other's
+// pointers.
 struct place_table {
   std::mutex create_mutex;
   std::atomic<strategy*> slots[DAO_PLACE_KIND_COUNT][kMaxDevicesPerKind] = {};
+  std::atomic<strategy*> internal_slots[DAO_PLACE_KIND_COUNT][kMaxDevicesPerKind] = {};
 };
 
 place_table& table() {
@@ -67,14 +71,29 @@ place_table& table() {
   return *instance;
 }
 
-strategy& create_place_strategy(dao_place place) {
+std::atomic<strategy*>& slot_of(dao_place place, bool internal) {
+  place_table& t = table();
+  return internal ? t.internal_slots[raw_kind(place.kind)][place.device]
+                  : t.slots[raw_kind(place.kind)][place.device];
+}
+
+strategy& create_place_strategy(dao_place place, bool internal) {
   place_table& t = table();
   std::lock_guard<std::mutex> lock(t.create_mutex);
-  auto& slot = t.slots[raw_kind(place.kind)][place.device];
+  auto& slot = slot_of(place, internal);
   if (strategy* existing = slot.load(std::memory_order_acquire)) return *existing;
   system_resource& resource = resource_for(place);
-  const default_config& d = default_config_for(raw_kind(place.kind));
   std::unique_ptr<strategy> impl;
+  if (internal) {
+    // Pools hold their memory and recycle it themselves: straight from the
+    // place, nothing cached, so that what a destroyed pool gave back is the
+    // place's again at once (not kept from the caller in a second cache).
+    impl = make_strategy("system", resource, "");
+    strategy* made = impl.release();  // never destroyed: used until exit
+    slot.store(made, std::memory_order_release);
+    return *made;
+  }
+  const default_config& d = default_config_for(raw_kind(place.kind));
   try {
     impl = make_strategy(d.strategy, resource, d.config);
   } catch (const invalid_argument& e) {
@@ -98,17 +117,35 @@ const default_config& default_config_for(int kind) {
   return (*configs)[static_cast<std::size_t>(kind)];
 }
 
-strategy& place_strategy(dao_place place) {
+namespace {
+
+strategy& place_strategy_of(dao_place place, bool internal) {
   const int kind = raw_kind(place.kind);
   check_kind(kind);
   if (place.device >= 0 && place.device < kMaxDevicesPerKind) {
-    strategy* s = table().slots[kind][place.device].load(std::memory_order_acquire);
+    strategy* s = slot_of(place, internal).load(std::memory_order_acquire);
     if (s != nullptr) return *s;
-    return create_place_strategy(place);
+    return create_place_strategy(place, internal);
   }
   resource_for(place);  // throws the precise reason for a bad index
   throw unsupported(strprintf("%s: place defaults exist for devices 0..%d only",
                               place_to_string(place).c_str(), kMaxDevicesPerKind - 1));
+}
+
+}  // namespace
+
+strategy& place_strategy(dao_place place) { return place_strategy_of(place, false); }
+
+strategy& internal_place_strategy(dao_place place) { return place_strategy_of(place, true); }
+
+strategy* internal_place_strategy_if_made(dao_place place) {
+  const int kind = raw_kind(place.kind);
+  check_kind(kind);
+  if (place.device < 0 || place.device >= kMaxDevicesPerKind) {
+    resource_for(place);  // throws the precise reason for a bad index
+    return nullptr;
+  }
+  return slot_of(place, true).load(std::memory_order_acquire);
 }
 
 }  // namespace dao::detail

@@ -1,6 +1,6 @@
-// The place-level default strategies behind dao_alloc / dao_free / dao_used:
-// one per place, created on first use from DAO_ALLOCATOR[_<KIND>] and
-// DAO_ALLOC_CONF[_<KIND>].
+// The place-level default strategies behind dao_alloc / dao_free / dao_used
+// (and the library's own, one more per place): one per place, created on first use from
+// DAO_ALLOCATOR[_<KIND>] and DAO_ALLOC_CONF[_<KIND>].
 #pragma once
 
 #include <string>
@@ -25,5 +25,16 @@ const default_config& default_config_for(int kind);
 // never destroyed. Throws invalid_argument / no_device for a bad place,
 // invalid_argument naming the variable for a malformed environment.
 strategy& place_strategy(dao_place place);
+
+// The library's own strategy of `place`, for the memory that recycle pools,
+// tiered pools and partitioned memory take for themselves: a strategy of
+// its own ("system": straight from the place, nothing cached, as the pools
+// keep and reuse their memory themselves), so that dao_free() never accepts
+// those pointers and dao_used() never counts them (issue 20). Created on
+// first use, never destroyed; throws as place_strategy().
+strategy& internal_place_strategy(dao_place place);
+// The same, or nullptr while nothing has made it (dao_used_internal() does
+// not build a strategy to report zero). Throws for a bad place.
+strategy* internal_place_strategy_if_made(dao_place place);
 
 }  // namespace dao::detail

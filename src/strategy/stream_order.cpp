@@ -77,21 +77,32 @@ void stream_order::settle_all() noexcept {
   for (std::uint32_t i = 0; i < pools_.size(); ++i) settled(i, true);
 }
 
-stream_order::wait_list stream_order::waits() const {
+// Out of host memory, the lists hold what fit: the caller then waits for
+// less, and gives back only what has settled (a trim must not fail for lack
+// of memory, nor wait under its lock).
+stream_order::wait_list stream_order::waits() const noexcept {
   wait_list w;
-  for (const pool_stream& p : pools_) {
-    std::shared_ptr<stream_impl> impl = p.stream_ref.lock();
-    if (impl != nullptr && std::find(w.streams.begin(), w.streams.end(), impl) == w.streams.end())
-      w.streams.push_back(std::move(impl));
+  try {
+    w.streams.reserve(pools_.size());
+    w.events.reserve(pending_.size());
+    for (const pool_stream& p : pools_) {
+      std::shared_ptr<stream_impl> impl = p.stream_ref.lock();
+      if (impl != nullptr && std::find(w.streams.begin(), w.streams.end(), impl) == w.streams.end())
+        w.streams.push_back(std::move(impl));
+    }
+    for (const pending_free& f : pending_) w.events.push_back(f.event);
+  } catch (...) {
   }
-  for (const pending_free& f : pending_) w.events.push_back(f.event);
   return w;
 }
 
-stream_order::wait_list stream_order::waits_of(std::uint32_t pool_index) const {
+stream_order::wait_list stream_order::waits_of(std::uint32_t pool_index) const noexcept {
   wait_list w;
-  if (std::shared_ptr<stream_impl> impl = pools_[pool_index].stream_ref.lock())
-    w.streams.push_back(std::move(impl));
+  try {
+    if (std::shared_ptr<stream_impl> impl = pools_[pool_index].stream_ref.lock())
+      w.streams.push_back(std::move(impl));
+  } catch (...) {
+  }
   return w;
 }
 
@@ -119,32 +130,58 @@ void stream_order::check_place(stream_handle stream, const dao_place& mine, cons
   }
 }
 
-void stream_order::add_use(std::uint32_t index, stream_handle stream) {
-  std::vector<std::shared_ptr<stream_impl>>& uses = uses_[index];
-  if (std::find(uses.begin(), uses.end(), stream->impl) == uses.end()) uses.push_back(stream->impl);
-}
-
-std::size_t stream_order::defer_free(
-    std::uint32_t index, const std::function<std::unique_ptr<event_impl>()>& new_event) {
-  std::size_t queued = 0;
+void stream_order::add_use(std::uint32_t index, stream_handle stream,
+                           const std::function<std::unique_ptr<event_impl>()>& new_event) {
+  auto found = uses_.find(index);
+  if (found != uses_.end()) {
+    for (const pending_free& u : found->second)
+      if (u.stream == stream->impl) return;
+  }
+  // The node first, with its event, then the map's entry: a throw of either
+  // leaves nothing behind.
+  std::list<pending_free> node;
+  if (!spare_.empty()) {
+    node.splice(node.end(), spare_, spare_.begin());
+  } else {
+    node.emplace_back();
+    node.back().event = new_event();
+  }
+  node.back().block = index;
+  node.back().stream = stream->impl;
   try {
-    for (const std::shared_ptr<stream_impl>& other : uses_.at(index)) {
-      std::shared_ptr<event_impl> event;
-      if (!spare_events_.empty()) {
-        event = std::move(spare_events_.back());
-        spare_events_.pop_back();
-      } else {
-        event = new_event();
-      }
-      other->record(*event);
-      pending_.push_back(pending_free{std::move(event), index});
-      ++queued;
-    }
+    if (found == uses_.end()) found = uses_.try_emplace(index).first;
   } catch (...) {
-    for (; queued > 0; --queued) pending_.pop_back();
+    node.back().stream.reset();
+    spare_.splice(spare_.end(), node);
     throw;
   }
-  uses_.erase(index);
+  found->second.splice(found->second.end(), node);
+}
+
+std::size_t stream_order::defer_free(std::uint32_t index) {
+  auto found = uses_.find(index);
+  if (found == uses_.end()) return 0;
+  std::list<pending_free>& uses = found->second;
+  for (auto it = uses.begin(); it != uses.end();) {
+    try {
+      it->stream->record(*it->event);
+      ++it;
+      continue;
+    } catch (...) {
+    }
+    // The stream could not record (no memory for its queue): wait for it,
+    // which orders the free as well as the event would have. A failed wait
+    // throws with the uses kept; events already recorded are recorded again
+    // by the next try.
+    it->stream->synchronize();
+    auto done = it++;
+    done->stream.reset();
+    spare_.splice(spare_.end(), uses, done);
+  }
+  const std::size_t queued = uses.size();
+  for (pending_free& u : uses) u.stream.reset();
+  pending_.splice(pending_.end(), uses);
+  uses_.erase(found);
   return queued;
 }
 

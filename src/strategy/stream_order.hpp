@@ -6,8 +6,8 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <deque>
 #include <functional>
+#include <list>
 #include <memory>
 #include <unordered_map>
 #include <vector>
@@ -70,9 +70,10 @@ class stream_order {
     std::vector<std::shared_ptr<event_impl>> events;
     void wait() const noexcept;
   };
-  // Every one (may throw std::bad_alloc), or only pool `pool_index`'s stream.
-  wait_list waits() const;
-  wait_list waits_of(std::uint32_t pool_index) const;
+  // Every one, or only pool `pool_index`'s stream (out of host memory: what
+  // fits in the lists).
+  wait_list waits() const noexcept;
+  wait_list waits_of(std::uint32_t pool_index) const noexcept;
   // Whether the pool's stream has been destroyed.
   bool dead(std::uint32_t pool_index) const noexcept {
     const pool_stream& p = pools_[pool_index];
@@ -82,14 +83,19 @@ class stream_order {
   // throws invalid_argument, naming `function`, for others.
   static void check_place(stream_handle stream, const dao_place& mine, const char* function);
 
-  // record_stream: block `index` is used on `stream` too.
-  void add_use(std::uint32_t index, stream_handle stream);
-  // A block used on other streams and just freed: records an event (from
-  // `new_event` unless one is spare) on each of them, queues a deferred free
-  // behind each, and forgets the uses. Returns how many were queued. On
-  // failure nothing is queued and the uses are kept.
-  std::size_t defer_free(std::uint32_t index,
-                         const std::function<std::unique_ptr<event_impl>()>& new_event);
+  // record_stream: block `index` is used on `stream` too. Takes here what
+  // the block's free will need (an event from `new_event` unless one is
+  // spare, and the queue node that holds it), so that the free allocates
+  // nothing (issue 20). May throw; then nothing has changed.
+  void add_use(std::uint32_t index, stream_handle stream,
+               const std::function<std::unique_ptr<event_impl>()>& new_event);
+  // A block used on other streams and just freed: records its event on each
+  // of them, queues a deferred free behind each, and forgets the uses.
+  // Returns how many were queued. Allocates nothing: where a stream cannot
+  // record (its own queue out of memory), waits for that stream instead,
+  // which orders the free as well. Throws only when that wait fails too;
+  // then nothing is queued and the uses are kept (the block stays live).
+  std::size_t defer_free(std::uint32_t index);
   bool has_pending() const noexcept { return !pending_.empty(); }
   // Calls ready(block) for each deferred free whose event has completed
   // (wait: for every one, after waiting for it), oldest first.
@@ -102,11 +108,8 @@ class stream_order {
         continue;
       }
       const std::uint32_t index = it->block;
-      try {
-        spare_events_.push_back(std::move(it->event));
-      } catch (...) {
-      }
-      it = pending_.erase(it);
+      auto done = it++;
+      spare_.splice(spare_.end(), pending_, done);  // node and event kept for reuse
       ready(index);
     }
   }
@@ -122,9 +125,17 @@ class stream_order {
     std::weak_ptr<stream_impl> stream_ref;
     std::uint64_t stream_id = 0;  // the handle's id: its address may be reused
   };
+  // One use of a block on another stream, with its event: held by uses_
+  // from record_stream, then queued in pending_ by the free, then spare
+  // (spare_) for the next use. Moved between the lists by splice, which
+  // allocates nothing.
   struct pending_free {
     std::shared_ptr<event_impl> event;  // shared: waited for without the lock
-    std::uint32_t block;
+    std::uint32_t block = 0;
+    // The other stream, kept alive until the block's free has recorded
+    // the event on it, so that a stream destroyed in between is still there
+    // to record on (issue 20).
+    std::shared_ptr<stream_impl> stream;
   };
 
   std::vector<pool_stream> pools_;  // by pool index
@@ -133,12 +144,10 @@ class stream_order {
   std::uint64_t last_stream_id_ = 0;
   std::uint64_t destroyed_seen_ = 0;              // destroyed_stream_count() at the last look
   std::uint32_t last_pools_[2] = {kNone, kNone};  // large, small of last_stream_
-  // record_stream: the other streams of each block, by implementation, kept
-  // alive until the block's free has recorded its events on them, so that a
-  // stream destroyed in between is still there to record on (issue 20).
-  std::unordered_map<std::uint32_t, std::vector<std::shared_ptr<stream_impl>>> uses_;
-  std::deque<pending_free> pending_;
-  std::vector<std::shared_ptr<event_impl>> spare_events_;
+  // record_stream: the other streams of each block, with their events.
+  std::unordered_map<std::uint32_t, std::list<pending_free>> uses_;
+  std::list<pending_free> pending_;
+  std::list<pending_free> spare_;
 };
 
 }  // namespace dao::detail

@@ -12,7 +12,7 @@ namespace dao::detail {
 namespace {
 
 // The allocator of a place: the pool's one way to its memory.
-strategy& allocator_for(dao_place place) { return place_strategy(place); }
+strategy& allocator_for(dao_place place) { return internal_place_strategy(place); }
 
 }  // namespace
 

@@ -35,33 +35,51 @@ const char* function_of(std::uint32_t kind) {
   return "an unknown call";
 }
 
-std::uint64_t fnv1a(const std::string& s) {
+std::uint64_t fnv1a(const char* s) {
   std::uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : s) {
-    h ^= c;
+  for (; *s != '\0'; ++s) {
+    h ^= static_cast<unsigned char>(*s);
     h *= 1099511628211ull;
   }
   return h;
 }
 
-void copy_text(char* dst, std::size_t cap, const std::string& s) {
-  std::snprintf(dst, cap, "%s", s.c_str());
-}
+void copy_text(char* dst, std::size_t cap, const char* s) { std::snprintf(dst, cap, "%s", s); }
 
 std::string describe(const call_arg& a, std::uint64_t v) {
   if (a.describe != nullptr) return a.describe(v);
   return strprintf("%llu", static_cast<unsigned long long>(v));
 }
 
-std::vector<record> exchange(transport& t, const record& mine) {
-  std::vector<record> all(static_cast<std::size_t>(t.size()));
-  t.allgather(&mine, sizeof mine, all.data());
-  return all;
+// Every rank's record, in the transport's reserved room: reading them
+// allocates nothing.
+class records {
+ public:
+  records(const unsigned char* bytes, std::size_t count) : bytes_(bytes), count_(count) {}
+  std::size_t size() const noexcept { return count_; }
+  record operator[](std::size_t r) const noexcept {
+    record out;
+    std::memcpy(&out, bytes_ + r * sizeof(record), sizeof out);
+    return out;
+  }
+
+ private:
+  const unsigned char* bytes_;
+  std::size_t count_;
+};
+
+records exchange(transport& t, const record& mine) {
+  const auto ranks = static_cast<std::size_t>(t.size());
+  std::vector<unsigned char>& room = t.agreement_buffer();
+  // Reserved when the transport was made (reserve_agreement()).
+  if (room.size() < ranks * sizeof(record)) room.resize(ranks * sizeof(record));
+  t.allgather(&mine, sizeof mine, room.data());
+  return records(room.data(), ranks);
 }
 
 // Throws the failure of the first failing rank, on every rank alike. On the
 // failing rank itself the full message is used (the record holds a prefix).
-void throw_first_failure(const transport& t, const char* function, const std::vector<record>& all,
+void throw_first_failure(const transport& t, const char* function, const records& all,
                          const outcome& mine) {
   int first = -1;
   int failed = 0;
@@ -72,7 +90,7 @@ void throw_first_failure(const transport& t, const char* function, const std::ve
     }
   }
   if (first < 0) return;
-  const record& f = all[static_cast<std::size_t>(first)];
+  const record f = all[static_cast<std::size_t>(first)];
   std::string message = first == t.rank() ? mine.message : std::string(f.message);
   std::string text =
       strprintf("%s on rank %d of %d: %s", function, first, t.size(), message.c_str());
@@ -81,6 +99,10 @@ void throw_first_failure(const transport& t, const char* function, const std::ve
 }
 
 }  // namespace
+
+void reserve_agreement(transport& t) {
+  t.agreement_buffer().resize(static_cast<std::size_t>(t.size()) * sizeof(record));
+}
 
 void agree_on_call(transport& t, const call& c, const outcome& mine) {
   record rec;
@@ -91,12 +113,13 @@ void agree_on_call(transport& t, const call& c, const outcome& mine) {
   rec.arg_count =
       static_cast<std::uint32_t>(c.args.size() < call::kMaxArgs ? c.args.size() : call::kMaxArgs);
   for (std::uint32_t i = 0; i < rec.arg_count; ++i) rec.args[i] = c.args[i].value;
-  rec.text_length = static_cast<std::uint32_t>(c.text.size());
-  rec.text_hash = fnv1a(c.text);
-  copy_text(rec.text, sizeof rec.text, c.text);
-  copy_text(rec.message, sizeof rec.message, mine.message);
+  const char* text = c.text != nullptr ? c.text : "";
+  rec.text_length = static_cast<std::uint32_t>(std::strlen(text));
+  rec.text_hash = fnv1a(text);
+  copy_text(rec.text, sizeof rec.text, text);
+  copy_text(rec.message, sizeof rec.message, mine.message.c_str());
 
-  const std::vector<record> all = exchange(t, rec);
+  const records all = exchange(t, rec);
 
   // Different calls first: their arguments mean different things.
   for (std::size_t r = 1; r < all.size(); ++r) {
@@ -144,8 +167,8 @@ void agree_on_outcome(transport& t, const char* function, const outcome& mine) {
   record rec;
   std::memset(&rec, 0, sizeof rec);
   rec.status = static_cast<std::int32_t>(mine.status);
-  copy_text(rec.message, sizeof rec.message, mine.message);
-  const std::vector<record> all = exchange(t, rec);
+  copy_text(rec.message, sizeof rec.message, mine.message.c_str());
+  const records all = exchange(t, rec);
   throw_first_failure(t, function, all, mine);
 }
 

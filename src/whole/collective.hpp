@@ -7,10 +7,9 @@
 // access) end with agree_on_outcome().
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
-#include <string>
-#include <utility>
-#include <vector>
+#include <initializer_list>
 
 #include "core/error.hpp"
 #include "whole/transport.hpp"
@@ -34,17 +33,49 @@ struct call_arg {
   const char* (*describe)(std::uint64_t) = nullptr;
 };
 
+constexpr std::size_t kMaxCallArgs = 6;
+
+// The arguments of a call, in place: building a call allocates nothing, so
+// that a rank short of memory still reaches the agreement (issue 20).
+class call_args {
+ public:
+  call_args() = default;
+  call_args(std::initializer_list<call_arg> list) noexcept {
+    for (const call_arg& a : list)
+      if (count_ < kMaxCallArgs) items_[count_++] = a;
+  }
+  std::size_t size() const noexcept { return count_; }
+  const call_arg& operator[](std::size_t i) const noexcept { return items_[i]; }
+
+ private:
+  call_arg items_[kMaxCallArgs] = {};
+  std::size_t count_ = 0;
+};
+
 struct call {
   const char* function;  // "dao_whole_create"
   call_kind kind;
-  std::uint64_t object = 0;    // the object it acts on (0: none)
-  std::vector<call_arg> args;  // at most kMaxArgs
-  std::string text;            // a string argument (a path), compared in full
+  std::uint64_t object = 0;  // the object it acts on (0: none)
+  call_args args;            // at most kMaxArgs
+  const char* text = "";     // a string argument (a path), compared in full; NULL: ""
   const char* text_name = nullptr;
 
-  static constexpr std::size_t kMaxArgs = 6;
+  static constexpr std::size_t kMaxArgs = kMaxCallArgs;
 };
 
+// Makes room in `t` for the records of an agreement, so that agreeing, on
+// success or failure, needs no memory later. Called when a transport is
+// made; may throw out of memory then.
+void reserve_agreement(transport& t);
+
+// Every collective call agrees before it acts, and every step that may fail
+// on some ranks only (an allocation of libdao's own bookkeeping included)
+// runs under capture() and ends with agree_on_outcome(), so that a rank
+// never leaves a collective call alone: the others would wait for it for
+// ever. Neither agreement allocates when the transport reserved its room
+// (reserve_agreement()); a transport's own collective that fails on one
+// rank fails on every rank (local_transport.cpp).
+//
 // Collective. Throws, on every rank alike, when any rank's `mine` failed
 // (the first failing rank's status, with its message), when the ranks are
 // in different calls, on different objects, or disagree on an argument.

@@ -30,28 +30,40 @@ std::vector<std::unique_ptr<communicator>> make_local_communicators(
 
 std::unique_ptr<communicator> make_communicator(std::unique_ptr<transport> t, dao_place place,
                                                 const char* function, const outcome& pre) {
-  const outcome mine = pre.ok() ? capture([&] { resource_for(place); }) : pre;
-  call c{function, call_kind::comm_create,
-         0,        {{"whether ranks share host memory", t->shares_host_memory() ? 1u : 0u}},
-         {},       nullptr};
-  agree_on_call(*t, c, mine);
   // Places as plain ints: a kind travels as the int the caller passed.
   struct wire {
     std::int32_t kind;
     std::int32_t device;
   } w{raw_kind(place.kind), place.device};
-  std::vector<wire> all(static_cast<std::size_t>(t->size()));
-  t->allgather(&w, sizeof w, all.data());
+  std::vector<wire> all;
   std::vector<dao_place> places;
-  places.reserve(all.size());
+  // This rank's bookkeeping is made before the agreement, so that a rank
+  // out of memory fails with the others instead of leaving them waiting.
+  const outcome checked = pre.ok() ? capture([&] {
+    resource_for(place);
+    all.resize(static_cast<std::size_t>(t->size()));
+    places.reserve(all.size());
+  })
+                                   : outcome{};
+  const outcome& mine = pre.ok() ? checked : pre;
+  call c{function, call_kind::comm_create,
+         0,        {{"whether ranks share host memory", t->shares_host_memory() ? 1u : 0u}},
+         {},       nullptr};
+  agree_on_call(*t, c, mine);
+  t->allgather(&w, sizeof w, all.data());
   for (const wire& x : all) {
     dao_place p;
     std::memset(&p, 0, sizeof p);
     std::memcpy(&p.kind, &x.kind, sizeof x.kind);
     p.device = x.device;
-    places.push_back(p);
+    places.push_back(p);  // capacity reserved
   }
-  return std::make_unique<communicator>(std::move(t), std::move(places));
+  transport& net = *t;
+  std::unique_ptr<communicator> out;
+  agree_on_outcome(net, function, capture([&] {
+                     out = std::make_unique<communicator>(std::move(t), std::move(places));
+                   }));
+  return out;
 }
 
 }  // namespace dao::detail::whole

@@ -7,6 +7,7 @@
 // rank's part.
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "core/error.hpp"
 #include "resource/system_resource.hpp"
@@ -98,14 +99,21 @@ std::unique_ptr<storage> make_continuous_storage(communicator& comm, int locatio
   transport& t = comm.net();
   const int me = comm.rank();
   const dao_place mine = part_place(comm, me, location);
-  auto out = std::make_unique<continuous_storage>(mine, comm.size(), me);
+  std::unique_ptr<continuous_storage> out;
   const std::size_t total = layout.entries() * layout.entry_size();
+  // This rank's bookkeeping is made in the steps whose outcome the ranks
+  // agree on, never between two collective steps.
+  std::vector<std::uint64_t> granularities;
+  std::vector<reserved_range*> all;
 
   // Every place must map in pages of the same size (host pages for CPU and
   // SIM). Each rank checks its own; the outcome is agreed below.
   std::size_t granularity = 0;
   system_resource* resource = nullptr;
   outcome checked = capture([&] {
+    out = std::make_unique<continuous_storage>(mine, comm.size(), me);
+    granularities.resize(static_cast<std::size_t>(comm.size()));
+    all.resize(static_cast<std::size_t>(comm.size()));
     resource = &resource_for(mine);
     granularity = resource->map_granularity();
     if (granularity == 0) {
@@ -124,7 +132,6 @@ std::unique_ptr<storage> make_continuous_storage(communicator& comm, int locatio
     }
   });
   agree_on_outcome(t, "dao_whole_create", checked);
-  std::vector<std::uint64_t> granularities(static_cast<std::size_t>(comm.size()));
   const std::uint64_t g64 = granularity;
   t.allgather(&g64, sizeof g64, granularities.data());
   for (std::size_t r = 1; r < granularities.size(); ++r) {
@@ -147,7 +154,6 @@ std::unique_ptr<storage> make_continuous_storage(communicator& comm, int locatio
   });
   agree_on_outcome(t, "dao_whole_create", reserved);
   reserved_range* shared = range.get();
-  std::vector<reserved_range*> all(static_cast<std::size_t>(comm.size()));
   t.allgather(&shared, sizeof shared, all.data());
   // Rank 0 keeps its reference at least until the agreement below, which
   // every rank reaches only after taking its own.

@@ -10,6 +10,7 @@
 
 #include "core/error.hpp"
 #include "util/format.hpp"
+#include "whole/collective.hpp"
 
 namespace dao::detail::whole {
 namespace {
@@ -193,7 +194,9 @@ std::unique_ptr<transport> adopt_transport(const dao_comm_transport& ops) {
     throw invalid_argument(
         strprintf("transport: rank %d of size %d is not a rank", ops.rank, ops.size));
   }
-  return std::make_unique<hooked_transport>(std::move(h));
+  auto t = std::make_unique<hooked_transport>(std::move(h));
+  reserve_agreement(*t);
+  return t;
 }
 
 }  // namespace dao::detail::whole

@@ -8,6 +8,7 @@
 
 #include "core/error.hpp"
 #include "util/format.hpp"
+#include "whole/collective.hpp"
 
 namespace dao::detail::whole {
 namespace {
@@ -15,7 +16,14 @@ namespace {
 // Where the ranks of one group meet. Lives as long as any rank's transport.
 class group {
  public:
-  explicit group(int ranks) : ranks_(ranks), slots_(static_cast<std::size_t>(ranks)) {}
+  // Each slot has room for an agreement record (collective.cpp) and the
+  // few words the other collectives send, so that they allocate nothing.
+  explicit group(int ranks)
+      : ranks_(ranks),
+        slots_(static_cast<std::size_t>(ranks)),
+        failed_(static_cast<std::size_t>(ranks), 0) {
+    for (auto& slot : slots_) slot.reserve(kSlotBytes);
+  }
 
   int ranks() const noexcept { return ranks_; }
 
@@ -34,19 +42,34 @@ class group {
     cv_.wait(lock, [&] { return generation_ != generation; });
   }
 
+  // A rank that cannot store its contribution (no memory for a slot larger
+  // than reserved) still takes both steps, and then every rank throws: a
+  // collective fails on every rank or on none.
   void allgather(int rank, const void* send, std::size_t bytes, void* recv) {
     {
       std::lock_guard<std::mutex> lock(mutex_);
       auto& slot = slots_[static_cast<std::size_t>(rank)];
       const auto* p = static_cast<const unsigned char*>(send);
-      slot.assign(p, p + bytes);
+      char failed = 0;
+      try {
+        slot.assign(p, p + bytes);
+      } catch (...) {
+        slot.clear();
+        failed = 1;
+      }
+      failed_[static_cast<std::size_t>(rank)] = failed;
     }
     barrier();
     bool sizes_match = true;
+    int failed_rank = -1;
     {
       std::lock_guard<std::mutex> lock(mutex_);
       auto* out = static_cast<unsigned char*>(recv);
       for (std::size_t r = 0; r < slots_.size(); ++r) {
+        if (failed_[r] != 0) {
+          if (failed_rank < 0) failed_rank = static_cast<int>(r);
+          continue;
+        }
         const auto& slot = slots_[r];
         if (slot.size() != bytes) sizes_match = false;
         std::memcpy(out + r * bytes, slot.data(), slot.size() < bytes ? slot.size() : bytes);
@@ -54,6 +77,11 @@ class group {
     }
     // Nobody may overwrite a slot before every rank has read them all.
     barrier();
+    if (failed_rank >= 0) {
+      throw out_of_memory(
+          strprintf("in-process allgather: rank %d had no host memory for its %zu bytes",
+                    failed_rank, bytes));
+    }
     if (!sizes_match) {
       throw error(DAO_ERR_INTERNAL, "in-process allgather: the ranks sent different sizes");
     }
@@ -66,14 +94,23 @@ class group {
   int arrived_ = 0;
   std::uint64_t generation_ = 0;
   std::vector<std::vector<unsigned char>> slots_;
+  std::vector<char> failed_;  // by rank: its last contribution could not be stored
+  static constexpr std::size_t kSlotBytes = 1024;
 };
 
 // A window over memory of this process: gets and puts are copies, complete
 // at once.
 class local_window final : public window {
  public:
-  local_window(std::vector<char*> bases, std::vector<std::size_t> sizes)
-      : bases_(std::move(bases)), sizes_(std::move(sizes)) {}
+  // Room for `ranks` parts, filled by add() without allocating.
+  explicit local_window(int ranks) {
+    bases_.reserve(static_cast<std::size_t>(ranks));
+    sizes_.reserve(static_cast<std::size_t>(ranks));
+  }
+  void add(char* base, std::size_t bytes) noexcept {
+    bases_.push_back(base);  // capacity reserved
+    sizes_.push_back(bytes);
+  }
 
   void get(int target, std::size_t offset, void* dst, std::size_t bytes) override {
     std::memcpy(dst, at(target, offset, bytes), bytes);
@@ -114,20 +151,23 @@ class local_transport final : public transport {
     group_->allgather(rank_, send, bytes, recv);
   }
 
+  // Everything this rank needs is made before the exchange, and the ranks
+  // agree on that: no rank leaves the others in the allgather.
   std::unique_ptr<window> expose(void* local, std::size_t bytes) override {
     struct exposed {
       char* base;
       std::size_t bytes;
     } mine{static_cast<char*>(local), bytes};
-    std::vector<exposed> all(static_cast<std::size_t>(size()));
+    std::vector<exposed> all;
+    std::unique_ptr<local_window> w;
+    const outcome prepared = capture([&] {
+      all.resize(static_cast<std::size_t>(size()));
+      w = std::make_unique<local_window>(size());
+    });
+    agree_on_outcome(*this, "in-process expose", prepared);
     allgather(&mine, sizeof mine, all.data());
-    std::vector<char*> bases;
-    std::vector<std::size_t> sizes;
-    for (const exposed& e : all) {
-      bases.push_back(e.base);
-      sizes.push_back(e.bytes);
-    }
-    return std::make_unique<local_window>(std::move(bases), std::move(sizes));
+    for (const exposed& e : all) w->add(e.base, e.bytes);
+    return w;
   }
 
   // In-process memory comes from the ranks' places, never from here.
@@ -147,7 +187,10 @@ std::vector<std::unique_ptr<transport>> make_local_group(int ranks) {
   auto g = std::make_shared<group>(ranks);
   std::vector<std::unique_ptr<transport>> out;
   out.reserve(static_cast<std::size_t>(ranks));
-  for (int r = 0; r < ranks; ++r) out.push_back(std::make_unique<local_transport>(g, r));
+  for (int r = 0; r < ranks; ++r) {
+    out.push_back(std::make_unique<local_transport>(g, r));
+    reserve_agreement(*out.back());
+  }
   return out;
 }
 

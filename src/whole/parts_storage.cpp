@@ -30,7 +30,7 @@ class parts_storage final : public storage {
   }
 
   void allocate_own(std::size_t bytes) {
-    strategy& a = place_strategy(place_);
+    strategy& a = internal_place_strategy(place_);
     own_ = static_cast<char*>(a.allocate(bytes, nullptr));
     allocator_ = &a;
     parts_[static_cast<std::size_t>(rank_)] = own_;
@@ -78,7 +78,10 @@ std::unique_ptr<storage> make_parts_storage(communicator& comm, int type, int lo
   const int me = comm.rank();
   const dao_place place = part_place(comm, me, location);
   const std::size_t bytes = layout.byte_size(me);
-  auto out = std::make_unique<parts_storage>(place, comm.size(), me);
+  std::unique_ptr<parts_storage> out;
+  // Each rank's bookkeeping, agreed on before any collective step.
+  agree_on_outcome(t, "dao_whole_create",
+                   capture([&] { out = std::make_unique<parts_storage>(place, comm.size(), me); }));
   const bool distributed = type == DAO_WHOLE_DISTRIBUTED;
 
   bool all_host = true;
@@ -97,11 +100,15 @@ std::unique_ptr<storage> make_parts_storage(communicator& comm, int type, int lo
     if (bytes != 0) out->allocate_own(bytes);
   });
   agree_on_outcome(t, "dao_whole_create", allocated);
-  if (distributed) {
-    out->expose(t, bytes);
-  } else {
-    out->share_pointers(t);
-  }
+  // A transport's collective fails on every rank alike; agreed on anyway,
+  // so that a rank whose exposure failed locally does not return alone.
+  agree_on_outcome(t, "dao_whole_create", capture([&] {
+                     if (distributed) {
+                       out->expose(t, bytes);
+                     } else {
+                       out->share_pointers(t);
+                     }
+                   }));
   return out;
 }
 

@@ -57,13 +57,15 @@ void check_support(const communicator& comm, int type, int location) {
   for (int r = 0; r < comm.size(); ++r) {
     const dao_place p = part_place(comm, r, location);
     const int kind = raw_kind(p.kind);
-    const std::string where = place_to_string(p);
+    // Only a refusal names the place: the check allocates nothing when it
+    // passes, so every rank passes or fails it alike.
+    auto where = [&] { return place_to_string(p); };
     if (!host_accessible_kind(kind)) {
       throw unsupported(strprintf(
           "%s %s memory: rank %d's part would be on %s, device memory that this version of "
           "libdao cannot map between ranks (CUDA IPC or the driver's virtual memory management) "
           "nor copy with one-sided communication; use location host (DAO_WHOLE_HOST)",
-          type_name(type), location_name(location), r, where.c_str()));
+          type_name(type), location_name(location), r, where().c_str()));
     }
     if (t.shares_address_space()) {
       if (type == DAO_WHOLE_CONTINUOUS && !mappable_kind(kind)) {
@@ -71,7 +73,7 @@ void check_support(const communicator& comm, int type, int location) {
             "continuous %s memory needs one range of addresses backed page by page by every "
             "rank's place, and rank %d's place %s cannot be mapped so; use chunked "
             "(DAO_WHOLE_CHUNKED) or distributed (DAO_WHOLE_DISTRIBUTED), or location host",
-            location_name(location), r, where.c_str()));
+            location_name(location), r, where().c_str()));
       }
       continue;
     }
@@ -81,7 +83,7 @@ void check_support(const communicator& comm, int type, int location) {
           "%s %s memory over %s ranks in several processes is host memory shared through the "
           "transport, and rank %d's part would be on %s, which another process cannot map; use "
           "location host (DAO_WHOLE_HOST), or type distributed (DAO_WHOLE_DISTRIBUTED)",
-          type_name(type), location_name(location), t.name(), r, where.c_str()));
+          type_name(type), location_name(location), t.name(), r, where().c_str()));
     }
     if (!t.shares_host_memory()) {
       throw unsupported(

@@ -5,11 +5,14 @@
 // libdao itself never links a communication library.
 //
 // Every operation throws a dao::detail::error on failure. Collective
-// operations are called by every rank in the same order.
+// operations are called by every rank in the same order; one that fails on
+// one rank must fail on every rank (or be followed by an agreement on the
+// outcome, collective.hpp), never leave the others waiting.
 #pragma once
 
 #include <cstddef>
 #include <memory>
+#include <vector>
 
 namespace dao::detail::whole {
 
@@ -82,6 +85,14 @@ class transport {
   // Collective. Host memory every rank maps; `contiguous` puts the ranks'
   // parts next to each other in rank order. Only when shares_host_memory().
   virtual std::unique_ptr<shared_segment> allocate_shared(std::size_t bytes, bool contiguous) = 0;
+
+  // Room for the records of an agreement (collective.cpp), reserved when
+  // the transport is made (reserve_agreement()), so that agreeing on a
+  // failure needs no memory.
+  std::vector<unsigned char>& agreement_buffer() noexcept { return agreement_; }
+
+ private:
+  std::vector<unsigned char> agreement_;
 };
 
 }  // namespace dao::detail::whole

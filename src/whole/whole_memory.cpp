@@ -107,8 +107,9 @@ whole_memory::whole_memory(communicator& comm, const whole_params& params)
 
 std::unique_ptr<whole_memory> whole_memory::create(communicator& comm, const whole_params& params,
                                                    const outcome& pre) {
-  outcome mine = pre;
-  if (mine.ok()) mine = capture([&] { validate(params); });
+  // Not a copy of `pre`: copying its message could fail on this rank alone.
+  const outcome validated = pre.ok() ? capture([&] { validate(params); }) : outcome{};
+  const outcome& mine = pre.ok() ? validated : pre;
   call c{"dao_whole_create",
          call_kind::whole_create,
          0,
@@ -119,13 +120,19 @@ std::unique_ptr<whole_memory> whole_memory::create(communicator& comm, const who
          {},
          nullptr};
   agree_on_call(comm.net(), c, mine);
-  // The arguments agree, so every rank gets the same answer here.
+  // The arguments agree, so every rank gets the same answer here (and
+  // check_support() allocates only to say why it refuses).
   try {
     check_support(comm, params.type, params.location);
   } catch (const error& e) {
     throw error(e.status(), std::string("dao_whole_create: ") + e.what());
   }
-  std::unique_ptr<whole_memory> w(new whole_memory(comm, params));
+  // From here every step that may fail on one rank (its bookkeeping out of
+  // memory) is agreed on before the next collective step: a rank that
+  // returned alone would leave the others waiting for ever (issue 20).
+  std::unique_ptr<whole_memory> w;
+  agree_on_outcome(comm.net(), "dao_whole_create",
+                   capture([&] { w.reset(new whole_memory(comm, params)); }));
   w->storage_ = make_storage(comm, params.type, params.location, w->layout_);
   w->id_ = comm.number_new_object();
   return w;

@@ -336,6 +336,28 @@ ROW(used_absent, "dao_used", "device that does not exist (SIM 3, CUDA n)", DAO_E
   BAD(dao_used(dao_place_cuda(f->cuda_count), &bytes));
 })
 
+ROW(used_internal_null, "dao_used_internal", "NULL out-param bytes", DAO_ERR_INVALID_ARGUMENT,
+    "bytes", { BAD(dao_used_internal(dao_place_cpu(), NULL)); })
+
+ROW(used_internal_kind, "dao_used_internal", "unknown kind", DAO_ERR_INVALID_ARGUMENT, "kind", {
+  size_t bytes = 0;
+  BAD(dao_used_internal(place_of(-1, 0), &bytes));
+  BAD(dao_used_internal(place_of(DAO_PLACE_KIND_COUNT, 0), &bytes));
+})
+
+ROW(used_internal_negative, "dao_used_internal", "negative device", DAO_ERR_INVALID_ARGUMENT,
+    "negative", {
+      size_t bytes = 0;
+      BAD(dao_used_internal(place_of(DAO_PLACE_SIM, -1), &bytes));
+    })
+
+ROW(used_internal_absent, "dao_used_internal", "device that does not exist (SIM 3, CUDA n)",
+    DAO_ERR_NO_DEVICE, NULL, {
+      size_t bytes = 0;
+      BAD(dao_used_internal(dao_place_sim(SIM_ABSENT), &bytes));
+      BAD(dao_used_internal(dao_place_cuda(f->cuda_count), &bytes));
+    })
+
 ROW(place_allocator_null, "dao_place_allocator", "NULL out-param out", DAO_ERR_INVALID_ARGUMENT,
     "out", { BAD(dao_place_allocator(dao_place_cpu(), NULL)); })
 

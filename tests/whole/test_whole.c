@@ -162,7 +162,7 @@ static void body_parts_on_devices(wb_ctx *c, void *p) {
     size_t free0 = 0, free1 = 0, free2 = 0, used0 = 0, used1 = 0, used2 = 0, charged, part;
     void *local = NULL;
     WB_OK(c, dao_place_memory_info(mine, &free0, NULL));
-    WB_OK(c, dao_used(mine, &used0));
+    WB_OK(c, dao_used_internal(mine, &used0));
     WB_OK(c, dao_comm_barrier(c->comm));
     if (!WB_OK(c, dao_whole_create(c->comm, &d, &w))) continue;
     memset(&info, 0, sizeof info);
@@ -173,7 +173,7 @@ static void body_parts_on_devices(wb_ctx *c, void *p) {
     r.struct_size = sizeof r;
     WB_OK(c, dao_whole_get_local(w, &local, &r));
     WB_OK(c, dao_place_memory_info(mine, &free1, NULL));
-    WB_OK(c, dao_used(mine, &used1));
+    WB_OK(c, dao_used_internal(mine, &used1));
     part = r.byte_size;
     charged = free0 - free1;
     if (t == DAO_WHOLE_CONTINUOUS) {
@@ -184,7 +184,7 @@ static void body_parts_on_devices(wb_ctx *c, void *p) {
                 "continuous: sim:%d charged %zu bytes, expected %zu", mine.device, charged,
                 end - first_page);
     } else {
-      /* From the device's default allocator (which may reuse memory it
+      /* From the device's allocator for libdao's own memory (which may reuse memory it
        * already holds from the device, so the capacity is not re-read). */
       WB_CHECKF(c, used1 - used0 >= part && used1 - used0 < part + 4096,
                 "%s: sim:%d's allocator holds %zu more bytes, the part is %zu",
@@ -193,7 +193,7 @@ static void body_parts_on_devices(wb_ctx *c, void *p) {
     WB_OK(c, dao_whole_destroy(w));
     /* Each rank's memory is given back by the time its destroy returns. */
     WB_OK(c, dao_place_memory_info(mine, &free2, NULL));
-    WB_OK(c, dao_used(mine, &used2));
+    WB_OK(c, dao_used_internal(mine, &used2));
     WB_CHECKF(c, used2 == used0, "sim:%d: %zu bytes still allocated after destroy", mine.device,
               used2 - used0);
     if (t == DAO_WHOLE_CONTINUOUS)
@@ -221,14 +221,14 @@ static void body_out_of_memory(wb_ctx *c, void *p) {
     dao_whole_desc d = wb_desc((dao_whole_type)t, DAO_WHOLE_DEVICE, 96, MIB);
     dao_whole *w = (dao_whole *)1;
     size_t used0 = 0, used1 = 0, free0 = 0, free1 = 0;
-    WB_OK(c, dao_used(mine, &used0));
+    WB_OK(c, dao_used_internal(mine, &used0));
     WB_OK(c, dao_place_memory_info(mine, &free0, NULL));
     WB_OK(c, dao_comm_barrier(c->comm));
     WB_FAILS(c, dao_whole_create(c->comm, &d, &w), DAO_ERR_OUT_OF_MEMORY, "on rank 3 of 4");
     WB_CHECK(c, strstr(dao_last_error(), "sim:4") != NULL);
     WB_CHECK(c, w == NULL);
     WB_OK(c, dao_comm_barrier(c->comm));
-    WB_OK(c, dao_used(mine, &used1));
+    WB_OK(c, dao_used_internal(mine, &used1));
     WB_OK(c, dao_place_memory_info(mine, &free1, NULL));
     WB_CHECKF(c, used1 == used0, "sim:%d: %zu bytes left allocated", mine.device, used1 - used0);
     if (t == DAO_WHOLE_CONTINUOUS)

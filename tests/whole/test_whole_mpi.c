@@ -97,14 +97,14 @@ static void body_sim(wb_ctx *c, void *arg) {
     dao_place mine;
     size_t used0 = 0, used1 = 0;
     WB_OK(c, dao_comm_rank_place(c->comm, c->rank, &mine));
-    WB_OK(c, dao_used(mine, &used0));
+    WB_OK(c, dao_used_internal(mine, &used0));
     if (WB_OK(c, dao_whole_create(c->comm, &d, &w))) {
       dao_whole_info info;
       memset(&info, 0, sizeof info);
       info.struct_size = sizeof info;
       WB_OK(c, dao_whole_get_info(w, &info));
       WB_CHECK(c, info.place.kind == DAO_PLACE_SIM && info.place.device == mine.device);
-      WB_OK(c, dao_used(mine, &used1));
+      WB_OK(c, dao_used_internal(mine, &used1));
       WB_CHECKF(c, used1 - used0 >= 1000 * 256, "sim:%d holds %zu more bytes, expected >= %d",
                 mine.device, used1 - used0, 1000 * 256);
       WB_OK(c, dao_whole_destroy(w));

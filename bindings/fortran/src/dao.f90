@@ -1,7 +1,7 @@
 !> libdao for Fortran: `use dao`.
 !>
 !> Two layers in one module:
-!> - the C API (module dao_c, re-exported here): the 111 functions under their
+!> - the C API (module dao_c, re-exported here): the 112 functions under their
 !>   C names, bind(C) structs, DAO_* constants;
 !> - the Fortran layer below: handle types with type-bound procedures
 !>   (dao_allocator, dao_stream, dao_event, dao_snapshot, dao_recycle_pool,
@@ -536,6 +536,21 @@ contains
     bytes = b
     call finish(st, status)
   end function dao_used_bytes
+
+  !> Bytes the library holds on a place for itself (recycle pools, tiered
+  !> pools, partitioned memory), counted apart from dao_used_bytes; 0 on
+  !> failure.
+  function dao_used_internal_bytes(place, status) result(bytes)
+    type(dao_place), intent(in) :: place
+    integer(c_int), intent(out), optional :: status
+    integer(int64) :: bytes
+    integer(c_size_t) :: b
+    integer(c_int) :: st
+    b = 0
+    st = dao_used_internal(place, b)
+    bytes = b
+    call finish(st, status)
+  end function dao_used_internal_bytes
 
   !> Strategy and config that the default allocators of a place kind use.
   subroutine dao_default_config(kind, strategy, config, status)

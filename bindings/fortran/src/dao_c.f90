@@ -326,7 +326,7 @@ module dao_c
     end function dao_score_fn
   end interface
 
-  ! --- the 111 functions, by header ---
+  ! --- the 112 functions, by header ---
   ! version.h (2)
   public :: dao_version_number, dao_version_string
   ! status.h (2)
@@ -348,8 +348,9 @@ module dao_c
             dao_allocator_snapshot, dao_snapshot_segment_count, dao_snapshot_segment, &
             dao_snapshot_block, dao_snapshot_destroy, dao_allocator_snapshot_json, &
             dao_allocator_destroy
-  ! memory.h (5)
-  public :: dao_alloc, dao_free, dao_used, dao_place_allocator, dao_place_default_config
+  ! memory.h (6)
+  public :: dao_alloc, dao_free, dao_used, dao_used_internal, dao_place_allocator, &
+            dao_place_default_config
   ! sim.h (6)
   public :: dao_sim_configure, dao_sim_set_profile, dao_sim_get_profile, dao_sim_get_cost, &
             dao_sim_reset_costs, dao_sim_op_name
@@ -784,6 +785,16 @@ module dao_c
       integer(c_size_t), intent(inout) :: bytes
       integer(c_int) :: r
     end function dao_used
+
+    !> Bytes the library itself holds on a place, counted in block sizes: the memory of recycle
+    !> pools (recycle.h), tiered pools (tiered.h) and partitioned memory parts (whole.h) that live
+    !> there.
+    function dao_used_internal(place, bytes) bind(C, name="dao_used_internal") result(r)
+      import :: c_int, c_size_t, dao_place
+      type(dao_place), value :: place
+      integer(c_size_t), intent(inout) :: bytes
+      integer(c_int) :: r
+    end function dao_used_internal
 
     !> The default allocator of a place, created if needed.
     function dao_place_allocator(place, out) bind(C, name="dao_place_allocator") result(r)

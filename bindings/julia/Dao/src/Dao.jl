@@ -6,7 +6,7 @@ devices, pinned and managed memory, simulated devices).
 
 Two layers:
 
-- the C API as it is: `Dao.dao_alloc`, `Dao.dao_stream_create`, ... (all 111
+- the C API as it is: `Dao.dao_alloc`, `Dao.dao_stream_create`, ... (all 112
   functions, by their C names), the `DAO_*` constants, and Julia structs with
   the C layouts (`Place`, `AllocatorStats`, ...);
 - a Julia layer: [`Place`](@ref) values ([`cpu`](@ref), [`sim`](@ref),
@@ -25,7 +25,7 @@ module Dao
 using Libdl
 
 export DaoError, CallbackError, Place, cpu, cuda, cuda_pinned, cuda_managed, sim,
-       device_count, memory_info, host_visible, used, sim_configure!,
+       device_count, memory_info, host_visible, used, used_internal, sim_configure!,
        sim_profile, sim_profile!, sim_cost, sim_reset_costs!,
        Block, alloc, free, usable_size, array, unsafe_array, HostArray,
        Allocator, place_allocator, stats, trim!, record_stream!, snapshot, snapshot_json,

@@ -369,7 +369,7 @@ struct CommTransport
 end
 
 # =============================================================================
-# The 111 functions, in the order of the headers.
+# The 112 functions, in the order of the headers.
 # =============================================================================
 
 # --- version.h ---
@@ -549,6 +549,10 @@ dao_free(place, ptr) = @gcsafe ccall((:dao_free, libdao), Cint, (Place, Ptr{Cvoi
 # of the sizes asked for).
 dao_used(place, bytes) =
     @gcsafe ccall((:dao_used, libdao), Cint, (Place, Ptr{Csize_t}), place, bytes)
+# Bytes the library itself holds on a place, counted in block sizes: the memory of recycle pools
+# (recycle.h), tiered pools (tiered.h) and partitioned memory parts (whole.h) that live there.
+dao_used_internal(place, bytes) =
+    @gcsafe ccall((:dao_used_internal, libdao), Cint, (Place, Ptr{Csize_t}), place, bytes)
 # The default allocator of a place, created if needed.
 dao_place_allocator(place, out) =
     @gcsafe ccall((:dao_place_allocator, libdao), Cint, (Place, Ptr{Ptr{Cvoid}}), place, out)

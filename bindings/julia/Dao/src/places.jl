@@ -118,6 +118,18 @@ function used(place::Place)
 end
 
 """
+    used_internal(place) -> Int
+
+Bytes the library holds on a place for itself (recycle pools, tiered pools,
+partitioned memory), counted apart from [`used`](@ref) (`dao_used_internal`).
+"""
+function used_internal(place::Place)
+    bytes = Ref{Csize_t}(0)
+    check(dao_used_internal(place, bytes))
+    return Int(bytes[])
+end
+
+"""
     sim_configure!(capacities)
     sim_configure!(count)
 

@@ -240,6 +240,8 @@ end
     expect_dao(() -> alloc(sim(5), 16), DAO_ERR_NO_DEVICE)
     expect_dao(() -> alloc(Place(Cint(9), 0), 16), DAO_ERR_INVALID_ARGUMENT)
     expect_dao(() -> used(sim(5)), DAO_ERR_NO_DEVICE)
+    @test used_internal(cpu()) >= 0
+    expect_dao(() -> used_internal(sim(5)), DAO_ERR_NO_DEVICE)
     @test_throws ArgumentError alloc(cpu(), -1)
     @test_throws ArgumentError array(Float32, fake_memory(256, 64, cuda(0)), 4)
 end

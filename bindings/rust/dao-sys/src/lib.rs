@@ -916,6 +916,10 @@ extern "C" {
     /// Bytes currently handed out on a place by dao_alloc(), counted in block sizes (so at least
     /// the sum of the sizes asked for).
     pub fn dao_used(place: dao_place, bytes: *mut usize) -> dao_status;
+    /// Bytes the library itself holds on a place, counted in block sizes: the memory of recycle
+    /// pools (recycle.h), tiered pools (tiered.h) and partitioned memory parts (whole.h) that live
+    /// there.
+    pub fn dao_used_internal(place: dao_place, bytes: *mut usize) -> dao_status;
     /// The default allocator of a place, created if needed.
     pub fn dao_place_allocator(place: dao_place, out: *mut *mut dao_allocator) -> dao_status;
     /// Strategy and config that the default allocators of a kind use, from the environment, without

@@ -257,6 +257,16 @@ impl Place {
         check(unsafe { ffi::dao_used(self.raw, &mut bytes) })?;
         Ok(bytes)
     }
+
+    /// Bytes the library holds on this place for itself (recycle pools,
+    /// tiered pools, partitioned memory), counted apart from
+    /// [`Place::used`] (`dao_used_internal`).
+    pub fn used_internal(self) -> Result<usize> {
+        let mut bytes = 0usize;
+        // SAFETY: valid out-pointer.
+        check(unsafe { ffi::dao_used_internal(self.raw, &mut bytes) })?;
+        Ok(bytes)
+    }
 }
 
 impl fmt::Display for Place {
