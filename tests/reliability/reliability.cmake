@@ -16,8 +16,16 @@ foreach(reliability_test test_bad_input test_misuse)
   target_compile_options(${reliability_test} PRIVATE ${DAO_WARNING_FLAGS})
 endforeach()
 
-add_test(NAME test_bad_input COMMAND test_bad_input $<TARGET_FILE:dao>)
+# The table runs in four parts (every fourth row each), in parallel: each
+# row is a process of its own, and under ASan on a busy 2-core machine the
+# whole table took over 5 minutes (issue 20).
+foreach(part 1 2 3 4)
+  add_test(NAME test_bad_input_${part} COMMAND test_bad_input $<TARGET_FILE:dao>)
+  set_tests_properties(test_bad_input_${part} PROPERTIES
+                       ENVIRONMENT "DAO_SIM_DEVICES=2x64MiB;DAO_BAD_INPUT_PART=${part}/4"
+                       LABELS "unit;reliability" TIMEOUT 300)
+endforeach()
 add_test(NAME test_misuse COMMAND test_misuse)
-set_tests_properties(test_bad_input test_misuse PROPERTIES
+set_tests_properties(test_misuse PROPERTIES
                      ENVIRONMENT "DAO_SIM_DEVICES=2x64MiB"
                      LABELS "unit;reliability" TIMEOUT 300)
