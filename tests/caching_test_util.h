@@ -17,6 +17,8 @@
 #ifndef CACHING_TEST_UTIL_H
 #define CACHING_TEST_UTIL_H
 
+#include <stdio.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "dao_test.h"
@@ -210,6 +212,37 @@ static inline void gate_destroy(gate *g) {
   gate_teardown(g);
   for (i = 0; i < sizeof live_gates / sizeof live_gates[0]; ++i)
     if (live_gates[i] == g) live_gates[i] = NULL;
+}
+
+/* A host function that, once its gate opens, allocates 64 KiB from `a` on
+   the default stream and frees it (issue 20, defect 4: while another
+   thread's call of `a` waits for the host function's stream). */
+typedef struct {
+  gate g;
+  dao_allocator *a;
+  dao_status status; /* of the allocation and the free */
+} allocating_fn;
+
+static inline void gated_alloc_fn(void *user_data) {
+  allocating_fn *f = (allocating_fn *)user_data;
+  void *p = NULL;
+  gate_pass(&f->g);
+  f->status = dao_allocator_alloc(f->a, 64 * KIB, NULL, &p);
+  if (f->status == DAO_OK) f->status = dao_allocator_free(f->a, p);
+}
+
+/* Waits up to 20 s for *finished; a hang ends the process with a message
+   naming `what` (the threads involved cannot be joined). */
+static inline void wait_or_die(const int *finished, const char *what) {
+  int waited_ms = 0;
+  while (!__atomic_load_n(finished, __ATOMIC_ACQUIRE)) {
+    struct timespec tick = {0, 1000 * 1000};
+    if (++waited_ms > 20000) {
+      fprintf(stderr, "%s: still waiting after 20 s: deadlock\n", what);
+      _exit(1);
+    }
+    nanosleep(&tick, NULL);
+  }
 }
 
 /* Streams made by a test (destroyed by the teardown if the test fails). */

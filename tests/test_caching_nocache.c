@@ -62,20 +62,6 @@ static void no_caching_gives_memory_back(void **state) {
    the allocator (the wait is made without its lock), and the free returns
    once the host function has. A hang is turned into a failure. */
 typedef struct {
-  gate g;
-  dao_allocator *a;
-  dao_status status;
-} allocating_fn;
-
-static void gated_alloc_fn(void *user_data) {
-  allocating_fn *f = (allocating_fn *)user_data;
-  void *p = NULL;
-  gate_pass(&f->g);
-  f->status = dao_allocator_alloc(f->a, 64 * KIB, NULL, &p);
-  if (f->status == DAO_OK) f->status = dao_allocator_free(f->a, p);
-}
-
-typedef struct {
   dao_allocator *a;
   void *p;
   dao_status status;
@@ -95,7 +81,6 @@ static void free_waits_without_the_lock(void **state) {
   static allocating_fn fn;
   free_call call;
   pthread_t thread;
-  int waited_ms = 0;
   (void)state;
   gate_init(&fn.g);
   fn.a = a;
@@ -112,14 +97,7 @@ static void free_waits_without_the_lock(void **state) {
     nanosleep(&pause, NULL); /* lets the free start waiting; not needed to pass */
   }
   gate_open(&fn.g);
-  while (!__atomic_load_n(&call.finished, __ATOMIC_ACQUIRE)) {
-    struct timespec tick = {0, 1000 * 1000};
-    if (++waited_ms > 20000) {
-      fprintf(stderr, "free_waits_without_the_lock: the free still waits after 20 s: deadlock\n");
-      _exit(1); /* the threads cannot be joined */
-    }
-    nanosleep(&tick, NULL);
-  }
+  wait_or_die(&call.finished, "free_waits_without_the_lock: the free");
   assert_int_equal(pthread_join(thread, NULL), 0);
   assert_ok(dao_stream_synchronize(sa));
   assert_int_equal(fn.status, DAO_OK);

@@ -660,20 +660,6 @@ static void snapshot_after_its_stream_is_gone(void **state) {
    the allocator's lock, so the host function gets it, and both calls
    return. A hang is turned into a failure by a watchdog. */
 typedef struct {
-  gate g;
-  dao_allocator *a;
-  dao_status status; /* of the host function's allocation and free */
-} allocating_fn;
-
-static void gated_alloc_fn(void *user_data) {
-  allocating_fn *f = (allocating_fn *)user_data;
-  void *p = NULL;
-  gate_pass(&f->g);
-  f->status = dao_allocator_alloc(f->a, 64 * KIB, NULL, &p);
-  if (f->status == DAO_OK) f->status = dao_allocator_free(f->a, p);
-}
-
-typedef struct {
   dao_allocator *a;
   size_t bytes; /* 0: trim; else allocate this much on the default stream */
   void *p;
@@ -704,7 +690,6 @@ static void host_fn_allocates_while_another_call_waits(void **state) {
       static allocating_fn fn;
       waiting_call call;
       pthread_t thread;
-      int waited_ms = 0;
       assert_ok(dao_allocator_free(a, alloc_ok(a, 6 * MIB, sa)));
       gate_init(&fn.g);
       fn.a = a;
@@ -721,17 +706,9 @@ static void host_fn_allocates_while_another_call_waits(void **state) {
         nanosleep(&pause, NULL); /* lets the call start waiting; not needed to pass */
       }
       gate_open(&fn.g);
-      while (!__atomic_load_n(&call.finished, __ATOMIC_ACQUIRE)) {
-        struct timespec tick = {0, 1000 * 1000};
-        if (++waited_ms > 20000) {
-          fprintf(stderr,
-                  "host_fn_allocates_while_another_call_waits: %s (config %s) still "
-                  "waiting after 20 s: deadlock\n",
-                  retry ? "allocation" : "trim", configs[c] != NULL ? configs[c] : "default");
-          _exit(1); /* the threads cannot be joined */
-        }
-        nanosleep(&tick, NULL);
-      }
+      wait_or_die(&call.finished, retry ? "host_fn_allocates_while_another_call_waits: the "
+                                          "allocation"
+                                        : "host_fn_allocates_while_another_call_waits: the trim");
       assert_int_equal(pthread_join(thread, NULL), 0);
       assert_ok(dao_stream_synchronize(sa));
       assert_int_equal(fn.status, DAO_OK);

@@ -925,8 +925,8 @@ static void every_row_gives_its_status_and_changes_nothing(void **state_) {
   const char *part = getenv("DAO_BAD_INPUT_PART");
   unsigned part_k = 1, part_n = 1;
   (void)state_;
-  if (part != NULL && (sscanf(part, "%u/%u", &part_k, &part_n) != 2 || part_n == 0 ||
-                       part_k == 0 || part_k > part_n)) {
+  if (part != NULL && (sscanf(part, "%u/%u", &part_k, &part_n) != 2 || part_n == 0 || part_k == 0 ||
+                       part_k > part_n)) {
     print_error("DAO_BAD_INPUT_PART='%s': expected k/n with 1 <= k <= n\n", part);
     fail();
   }
