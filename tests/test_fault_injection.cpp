@@ -22,6 +22,7 @@ extern "C" {
 }
 
 #include "dao.h"
+#include "host_test_util.hpp"
 #include "resource/fault_injection.hpp"
 
 namespace faults = dao::detail::faults;
@@ -37,29 +38,9 @@ std::uint64_t mix64(std::uint64_t x) {
   return x ^ (x >> 31);
 }
 
-void fill(void* p, std::size_t bytes, std::uint32_t seed) {
-  auto* c = static_cast<unsigned char*>(p);
-  for (std::size_t i = 0; i < bytes; i += 61) c[i] = static_cast<unsigned char>(seed * 131u + i);
-  c[bytes - 1] = static_cast<unsigned char>(seed);
-}
-
-bool intact(const void* p, std::size_t bytes, std::uint32_t seed) {
-  const auto* c = static_cast<const unsigned char*>(p);
-  for (std::size_t i = 0; i < bytes; i += 61)
-    if (c[i] != static_cast<unsigned char>(seed * 131u + i)) return false;
-  return c[bytes - 1] == static_cast<unsigned char>(seed);
-}
-
-// Free memory of a SIM device once its default allocator (which the tiered
-// pool takes its device budget from) has given back what it caches.
-std::size_t sim_free(int device) {
-  dao_allocator* place_default = nullptr;
-  assert_int_equal(dao_place_allocator(dao_place_sim(device), &place_default), DAO_OK);
-  assert_int_equal(dao_allocator_trim(place_default, nullptr), DAO_OK);
-  std::size_t free_bytes = 0;
-  assert_int_equal(dao_place_memory_info(dao_place_sim(device), &free_bytes, nullptr), DAO_OK);
-  return free_bytes;
-}
+using dao_test::fill;
+using dao_test::intact;
+using dao_test::sim_free;
 
 // --------------------------------------------------------------- allocators
 

@@ -23,6 +23,7 @@ extern "C" {
 }
 
 #include "dao.h"
+#include "host_test_util.hpp"
 #include "new_fault.hpp"
 #include "strategy/strategy_list.h"
 
@@ -38,16 +39,7 @@ const char* const kStrategies[] = {DAO_STRATEGY_LIST(DAO_TEST_NAME)};
 
 bool has_message() { return std::strlen(dao_last_error()) > 0; }
 
-// Free memory of a SIM device once its default allocator (which tiered
-// pools take their device budget from) has given back what it caches.
-std::size_t sim_free(int device) {
-  dao_allocator* place_default = nullptr;
-  assert_int_equal(dao_place_allocator(dao_place_sim(device), &place_default), DAO_OK);
-  assert_int_equal(dao_allocator_trim(place_default, nullptr), DAO_OK);
-  std::size_t free_bytes = 0;
-  assert_int_equal(dao_place_memory_info(dao_place_sim(device), &free_bytes, nullptr), DAO_OK);
-  return free_bytes;
-}
+using dao_test::sim_free;
 
 // ------------------------------------------------- dao_place_allocator
 
@@ -324,19 +316,6 @@ void sweep_kernel_submit(void**) {
 
 constexpr std::size_t MiB = 1024 * KiB;
 
-void fill_block(void* p, std::size_t bytes, unsigned seed) {
-  auto* c = static_cast<unsigned char*>(p);
-  for (std::size_t i = 0; i < bytes; i += 4093) c[i] = static_cast<unsigned char>(seed * 37 + i);
-  c[bytes - 1] = static_cast<unsigned char>(seed);
-}
-
-bool block_intact(const void* p, std::size_t bytes, unsigned seed) {
-  const auto* c = static_cast<const unsigned char*>(p);
-  for (std::size_t i = 0; i < bytes; i += 4093)
-    if (c[i] != static_cast<unsigned char>(seed * 37 + i)) return false;
-  return c[bytes - 1] == static_cast<unsigned char>(seed);
-}
-
 // Growth, frees between live blocks, growth that gives back the holes to
 // keep within the budget (reserve_headroom=0), a trim, and growth again, on
 // a SIM device (in host pages, or in an H200's 2 MiB mappings with
@@ -363,7 +342,7 @@ void sweep_caching_expandable(void**) {
     for (int i = 0; i < n; ++i) {
       const dao_status s = dao_allocator_alloc(a, sizes[i], nullptr, &p[i]);
       if (s == DAO_OK) {
-        fill_block(p[i], sizes[i], static_cast<unsigned>(i));
+        dao_test::fill(p[i], sizes[i], static_cast<unsigned>(i));
       } else {
         assert_int_equal(s, DAO_ERR_OUT_OF_MEMORY);
         assert_true(has_message());
@@ -376,7 +355,7 @@ void sweep_caching_expandable(void**) {
       p[i] = nullptr;
     }
     const dao_status s = dao_allocator_alloc(a, 6 * MiB, nullptr, &big);
-    if (s == DAO_OK) fill_block(big, 6 * MiB, 99);
+    if (s == DAO_OK) dao_test::fill(big, 6 * MiB, 99);
     else assert_int_equal(s, DAO_ERR_OUT_OF_MEMORY);
     std::size_t released = 0;
     assert_int_equal(dao_allocator_trim(a, &released), DAO_OK);
@@ -385,10 +364,10 @@ void sweep_caching_expandable(void**) {
     // Growing again maps the pages given back: none may be a live block's.
     void* more = nullptr;
     assert_int_equal(dao_allocator_alloc(a, 8 * MiB, nullptr, &more), DAO_OK);
-    fill_block(more, 8 * MiB, 77);
+    dao_test::fill(more, 8 * MiB, 77);
     for (int i = 0; i < n; i += 2) {
       if (p[i] == nullptr) continue;
-      if (!block_intact(p[i], sizes[i], static_cast<unsigned>(i))) {
+      if (!dao_test::intact(p[i], sizes[i], static_cast<unsigned>(i))) {
         print_error("allocation %llu failing: block %d lost its data\n",
                     static_cast<unsigned long long>(k), i);
         fail();
@@ -396,10 +375,10 @@ void sweep_caching_expandable(void**) {
       assert_int_equal(dao_allocator_free(a, p[i]), DAO_OK);
     }
     if (big != nullptr) {
-      assert_true(block_intact(big, 6 * MiB, 99));
+      assert_true(dao_test::intact(big, 6 * MiB, 99));
       assert_int_equal(dao_allocator_free(a, big), DAO_OK);
     }
-    assert_true(block_intact(more, 8 * MiB, 77));
+    assert_true(dao_test::intact(more, 8 * MiB, 77));
     assert_int_equal(dao_allocator_free(a, more), DAO_OK);
     assert_int_equal(dao_allocator_destroy(a), DAO_OK);
     if (sim_free(0) != free_before || nf::live() != live_before) {
