@@ -14,7 +14,8 @@ namespace dao_test {
 // Writes every `stride`-th byte and the last one of [p, p+bytes).
 inline void fill(void* p, std::size_t bytes, std::uint32_t seed, std::size_t stride = 61) {
   auto* c = static_cast<unsigned char*>(p);
-  for (std::size_t i = 0; i < bytes; i += stride) c[i] = static_cast<unsigned char>(seed * 131u + i);
+  for (std::size_t i = 0; i < bytes; i += stride)
+    c[i] = static_cast<unsigned char>(seed * 131u + i);
   c[bytes - 1] = static_cast<unsigned char>(seed);
 }
 
