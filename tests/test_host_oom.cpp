@@ -392,12 +392,104 @@ void sweep_caching_expandable(void**) {
   assert_true(k > 1);
 }
 
+// ------------------------------------------------------ recycle pools
+
+// A collection with two pools on SIM: buffers acquired (new ones made on
+// demand), filled, submitted, taken, retained and released, with the k-th
+// C++ allocation failing anywhere in it. Every call gives a status; a
+// buffer taken carries what was written into it; the pools keep working
+// once nothing fails, and destroying the collection gives back every C++
+// allocation and all device memory.
+void sweep_recycle(void**) {
+  const std::size_t shape[1] = {64 * KiB};
+  const auto internal_used = [] {
+    std::size_t used = 0;
+    assert_int_equal(dao_used_internal(dao_place_sim(1), &used), DAO_OK);
+    return used;
+  };
+  // One run with the k-th allocation failing (k == 0: none); returns
+  // whether the fault was reached.
+  const auto run = [&](std::uint64_t k) {
+    dao_collection* c = nullptr;
+    dao_recycle_pool* pools[2] = {};
+    nf::fail_nth(k);
+    dao_status s = dao_collection_create(&c);
+    for (int i = 0; s == DAO_OK && i < 2; ++i) {
+      const char* name = i == 0 ? "input" : "output";
+      s = dao_collection_add(c, name, dao_place_sim(1), 4, 1, shape, 4, i, nullptr, &pools[i]);
+    }
+    int moved = 0;
+    for (int round = 0; s == DAO_OK && round < 6; ++round) {
+      for (dao_recycle_pool* pool : pools) {
+        dao_buffer* b = nullptr;
+        const dao_status got = dao_recycle_acquire(pool, 0, &b);
+        if (got != DAO_OK) {
+          assert_int_equal(got, DAO_ERR_OUT_OF_MEMORY);  // a new buffer could not be made
+          assert_true(has_message());
+          continue;
+        }
+        void* data = nullptr;
+        assert_int_equal(dao_buffer_data(b, &data), DAO_OK);
+        dao_test::fill(data, 4 * shape[0], static_cast<std::uint32_t>(round));
+        assert_int_equal(dao_buffer_retain(b), DAO_OK);
+        assert_int_equal(dao_buffer_release(b), DAO_OK);
+        assert_int_equal(dao_recycle_submit(pool, b), DAO_OK);
+        dao_buffer* t = nullptr;
+        assert_int_equal(dao_recycle_take(pool, 0, &t), DAO_OK);
+        assert_int_equal(dao_buffer_data(t, &data), DAO_OK);
+        assert_true(dao_test::intact(data, 4 * shape[0], static_cast<std::uint32_t>(round)));
+        assert_int_equal(dao_buffer_release(t), DAO_OK);
+        ++moved;
+      }
+    }
+    const bool reached = nf::injected() == 1;
+    nf::reset();
+    if (s != DAO_OK) {
+      assert_int_equal(s, DAO_ERR_OUT_OF_MEMORY);
+      assert_true(has_message());
+    }
+    if (!reached) assert_int_equal(moved, 12);
+    if (c != nullptr) {
+      // Working again: every pool that was made serves a buffer.
+      for (dao_recycle_pool* pool : pools) {
+        if (pool == nullptr) continue;
+        dao_buffer* b = nullptr;
+        assert_int_equal(dao_recycle_acquire(pool, 0, &b), DAO_OK);
+        assert_int_equal(dao_buffer_release(b), DAO_OK);
+      }
+      assert_int_equal(dao_collection_destroy(c), DAO_OK);
+    }
+    return reached;
+  };
+  // What lasts for the process made first: the place's internal allocator
+  // (run(0)), and the strategy registry, which a failure path reads.
+  dao_allocator* warm = nullptr;
+  assert_int_equal(dao_allocator_create(dao_place_sim(1), "system", nullptr, &warm), DAO_OK);
+  assert_int_equal(dao_allocator_destroy(warm), DAO_OK);
+  run(0);
+  const std::size_t internal_before = internal_used();
+  std::uint64_t k = 1;
+  for (;; ++k) {
+    const std::int64_t live_before = nf::live();
+    const bool reached = run(k);
+    if (internal_used() != internal_before || nf::live() != live_before) {
+      print_error("allocation %llu failing: %zu device bytes and %lld C++ allocation(s) stay\n",
+                  static_cast<unsigned long long>(k), internal_used() - internal_before,
+                  static_cast<long long>(nf::live() - live_before));
+      fail();
+    }
+    if (!reached) break;
+  }
+  assert_true(k > 1);
+}
+
 int main() {
   const CMUnitTest tests[] = {
       cmocka_unit_test(place_allocator_first_use),
       cmocka_unit_test(sweep_allocator_create),
       cmocka_unit_test(sweep_kernel_submit),
       cmocka_unit_test(sweep_caching_expandable),
+      cmocka_unit_test(sweep_recycle),
   };
   return cmocka_run_group_tests(tests, nullptr, nullptr);
 }

@@ -38,15 +38,18 @@ dao_collection& checked_collection(dao_collection* c, const char* function) {
 }
 
 // The handle of a pool of collection `c`, made the first time it is asked for.
+// The handle of a pool of `c`, made on first request. The map's entry is
+// made whole or not at all: an entry left without its handle (when making
+// the handle ran out of memory) was dereferenced by the destroy (issue 20,
+// found by test_host_oom).
 dao_recycle_pool* pool_handle(dao_collection& c, recycle_pool& pool) {
   std::lock_guard<std::mutex> lock(c.handles_mutex);
-  std::unique_ptr<dao_recycle_pool>& slot = c.handles[&pool];
-  if (!slot) {
-    slot = std::make_unique<dao_recycle_pool>();
-    slot->impl = &pool;
-    slot->in_collection = true;
-  }
-  return slot.get();
+  auto found = c.handles.find(&pool);
+  if (found != c.handles.end()) return found->second.get();
+  auto handle = std::make_unique<dao_recycle_pool>();
+  handle->impl = &pool;
+  handle->in_collection = true;
+  return c.handles.emplace(&pool, std::move(handle)).first->second.get();
 }
 
 // guarded() for bodies that return a status of their own (timeouts and
@@ -229,9 +232,26 @@ extern "C" dao_status dao_collection_add(dao_collection* collection, const char*
                                          dao_recycle_pool** out) {
   return guarded([&] {
     dao_collection& c = checked_collection(collection, "dao_collection_add");
+    // The handle and its map node are made before the pool is added, so
+    // that nothing can fail after: a pool added without a handle stayed in
+    // the collection of an add that said out of memory.
+    decltype(c.handles) staging;
+    staging.emplace(nullptr, std::make_unique<dao_recycle_pool>());
+    {
+      std::lock_guard<std::mutex> lock(c.handles_mutex);
+      c.handles.reserve(c.handles.size() + 1);
+    }
     recycle_pool& pool =
         c.impl->add(name, place, element_size, ndim, shape, max_buffers, preallocate, config);
-    dao_recycle_pool* handle = pool_handle(c, pool);
+    auto node = staging.extract(staging.begin());
+    node.key() = &pool;
+    node.mapped()->impl = &pool;
+    node.mapped()->in_collection = true;
+    dao_recycle_pool* handle = node.mapped().get();
+    {
+      std::lock_guard<std::mutex> lock(c.handles_mutex);
+      c.handles.insert(std::move(node));  // a node and room: allocates nothing
+    }
     if (out != nullptr) *out = handle;
   });
 }

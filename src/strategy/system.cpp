@@ -24,7 +24,15 @@ void* system_strategy::allocate(std::size_t bytes, const stream_object*) {
     ++counters_.failed_alloc_count;
     throw;
   }
-  live_.emplace(p, bytes);  // cannot rehash after reserve; node allocation may throw
+  // Cannot rehash after the reserve, but the node's allocation may throw:
+  // then the memory goes back, or it leaked (issue 20: found by LeakSanitizer
+  // in test_host_oom, a tiered pool's host buffers coming from here).
+  try {
+    live_.emplace(p, bytes);
+  } catch (...) {
+    upstream().deallocate(p, bytes);
+    throw;
+  }
   counters_.on_system_alloc(bytes);
   counters_.on_alloc(bytes, bytes);
   return p;
