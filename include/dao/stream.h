@@ -109,8 +109,9 @@ DAO_API dao_status dao_stream_place(dao_stream stream, dao_place *place);
  * @retval DAO_OK                   All work done.
  * @retval DAO_ERR_INVALID_ARGUMENT Not a stream handle.
  * @retval DAO_ERR_INVALID_STATE    Called from a host function running on
- *                                  this (SIM) stream, which would wait for
- *                                  itself.
+ *                                  this stream, which would wait for itself,
+ *                                  or from one on a CUDA stream (see
+ *                                  dao_launch_host_func()).
  * @retval DAO_ERR_BACKEND          The driver reported an error in the work.
  * @par Thread safety
  * Safe to call from any thread, also concurrently with work being queued.
@@ -154,7 +155,9 @@ DAO_API dao_status dao_stream_wait_event(dao_stream stream, dao_event event);
  * @retval DAO_OK                   Destroyed.
  * @retval DAO_ERR_INVALID_ARGUMENT NULL or not a stream handle.
  * @retval DAO_ERR_INVALID_STATE    Called from a host function running on
- *                                  this (SIM) stream; nothing destroyed.
+ *                                  this stream (or on a CUDA stream), or
+ *                                  @p stream is a tiered pool's kernel
+ *                                  stream; nothing destroyed.
  * @par Thread safety
  * No call may use @p stream concurrently or afterwards.
  */
@@ -207,6 +210,11 @@ DAO_API dao_status dao_event_query(dao_event event, int *done);
  * @param[in] event The event.
  * @retval DAO_OK                   Completed.
  * @retval DAO_ERR_INVALID_ARGUMENT NULL or not an event handle.
+ * @retval DAO_ERR_INVALID_STATE    Called from a host function running on
+ *                                  the stream the event was last recorded
+ *                                  on, after the function (it would wait
+ *                                  for itself), or from one on a CUDA
+ *                                  stream; nothing waited.
  * @retval DAO_ERR_BACKEND          The driver failed.
  * @par Thread safety
  * Safe to call from any thread.
@@ -249,13 +257,35 @@ DAO_API dao_status dao_memcpy_async(void *dst, const void *src, size_t bytes, da
  * @brief Run a host function in stream order, like `cuLaunchHostFunc`.
  *
  * @p fn runs once all earlier work on the stream has run, and later work
- * waits for it to return. It runs on a libdao or driver thread and must not
- * call stream or event functions on its own stream (that would deadlock),
- * nor dao_allocator_trim() or dao_allocator_destroy() of a "caching"
- * allocator used on other streams: those wait for the streams whose freed
- * memory they give back. It may allocate from and free to any allocator,
- * also while another thread trims it or waits for memory in it (those wait
- * without the allocator's lock).
+ * waits for it to return. On SIM and CUDA streams it runs on a libdao or
+ * driver thread; with NULL (and on CPU streams) it runs at once on the
+ * calling thread, where every call is as allowed as in the caller.
+ *
+ * Reentrancy: what a host function on stream S may call (tested pair by
+ * pair in tests/reliability/test_reentrancy.c):
+ * - allowed: dao_stream_query(), dao_event_record(), dao_stream_wait_event()
+ *   on S, dao_memcpy_async() and dao_launch_host_func() on S (queued after
+ *   the function), dao_event_query(), dao_event_synchronize() of an event
+ *   recorded before the function, creating and destroying other streams and
+ *   events, dao_allocator_alloc() / dao_allocator_free() on any allocator
+ *   (also while another thread trims it), dao_allocator_trim() (memory
+ *   cached for S stays cached: it cannot settle before the function
+ *   returns), the functions of a tiered pool other than those below, and
+ *   dao_stream_synchronize() of another SIM stream;
+ * - ::DAO_ERR_INVALID_STATE with a message, nothing done:
+ *   dao_stream_synchronize(S), dao_stream_destroy(S), dao_event_synchronize()
+ *   or dao_stream_wait_event(NULL, e) of an event last recorded on S after
+ *   the function; dao_tiered_synchronize(), dao_tensor_read() and
+ *   dao_tiered_destroy() of a pool whose kernel stream S is;
+ * - on a CUDA stream, where the driver allows no driver call, every wait:
+ *   dao_stream_synchronize() and dao_stream_destroy() of any CUDA stream and
+ *   dao_event_synchronize() of any CUDA event. Calls that reach the driver
+ *   otherwise (copies, records, allocations on CUDA places) work with the
+ *   test driver but may fail with ::DAO_ERR_BACKEND on a real one;
+ * - not detected (the caller must avoid it): waiting for S through another
+ *   stream (a stream that waits on an event recorded on S after the
+ *   function), and dao_allocator_destroy() of a "caching" allocator with
+ *   stream-ordered frees pending on S.
  * @param[in] stream The stream; NULL runs @p fn before returning.
  * @param[in] fn     The function; must not be NULL.
  * @param[in] user_data Passed to @p fn; owned by the caller.

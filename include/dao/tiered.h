@@ -66,12 +66,19 @@ typedef enum dao_tensor_state {
  * @return ::DAO_OK, or any other status to report failure: the pool enters
  *         a failed state that dao_tiered_synchronize() reports.
  *
- * A kernel (and a scoring callback) runs on the pool's executor thread, so
- * it must not wait for the pool: dao_tiered_synchronize(), dao_tensor_read()
- * and dao_tiered_destroy() of its own pool return ::DAO_ERR_INVALID_STATE
- * there instead of waiting for ever. dao_tensor_write(), dao_kernel_submit()
- * (they queue work), dao_tensor_get_state(), dao_tiered_get_stats() and any
- * other pool may be called.
+ * Reentrancy: a kernel runs on the pool's executor thread, with the pool's
+ * lock released (tested pair by pair in tests/reliability/test_reentrancy.c):
+ * - allowed: dao_kernel_submit(), dao_tensor_write(), dao_tensor_create(),
+ *   dao_tensor_release() (they queue work; it runs after this kernel),
+ *   dao_tensor_get_state() and dao_tiered_get_stats() of its own pool; any
+ *   call on another pool (unless that pool's kernels wait for this one);
+ *   dao_stream_synchronize() of @p stream, dao_launch_host_func() and copies
+ *   on it; allocators;
+ * - ::DAO_ERR_INVALID_STATE with a message, nothing done:
+ *   dao_tiered_synchronize(), dao_tensor_read() and dao_tiered_destroy() of
+ *   its own pool (they would wait for this kernel), dao_stream_destroy() of
+ *   @p stream (the pool owns it). A host function the kernel queues on
+ *   @p stream gets the same for the same three pool calls.
  */
 typedef dao_status (*dao_kernel_fn)(void *user_data, void *const *inputs, size_t input_count,
                                     void *const *outputs, size_t output_count, dao_stream stream);
@@ -91,7 +98,15 @@ typedef struct dao_tensor_access_info {
 /**
  * @brief Scores a candidate for eviction (policy `callback`): the executor
  *        evicts the contiguous run of blocks with the highest total score.
- *        Called on the executor thread; must not call into the pool.
+ *
+ * Reentrancy: called on the executor thread with the pool's lock held
+ * (tested pair by pair in tests/reliability/test_reentrancy.c):
+ * - allowed: calls that take no pool's lock: allocators, streams and events,
+ *   dao_status_string(), dao_last_error();
+ * - ::DAO_ERR_INVALID_STATE with a message, nothing done: every
+ *   dao_tiered_*, dao_tensor_* and dao_kernel_submit() call, on this pool
+ *   (its lock is held) and on any other (taking a second pool's lock would
+ *   invert the lock order), dao_tiered_create() included.
  */
 typedef double (*dao_score_fn)(void *user_data, const dao_tensor_access_info *info);
 

@@ -61,6 +61,8 @@ struct dao_allocator {
 struct dao_stream_st {
   DAO_HANDLE_(0x64616f7374726d00ull, "stream", "a live dao_stream handle");  // "daostrm"
   dao::detail::stream_object obj;
+  // A tiered pool's compute stream, lent to its kernels: the pool destroys it.
+  bool owned_by_pool = false;
 };
 
 struct dao_event_st {

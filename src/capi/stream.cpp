@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "capi/guard.hpp"
+#include "core/callback_scope.hpp"
 #include "capi/handles.hpp"
 #include "resource/stream.hpp"
 #include "resource/system_resource.hpp"
@@ -64,6 +65,15 @@ void check_copy(void* dst, const void* src, std::size_t bytes) {
   }
 }
 
+// A host function of `s` that waited for `s` would wait for itself.
+void refuse_own_stream(const stream_object& s, const char* function) {
+  if (!callback_scope::inside(callback_scope::kind::host_function, s.impl.get())) return;
+  throw invalid_state(strprintf(
+      "%s: called from a host function (dao_launch_host_func) running on this stream (%s), "
+      "which would wait for itself forever; call it from another thread",
+      function, place_to_string(s.place).c_str()));
+}
+
 }  // namespace
 }  // namespace dao::detail
 
@@ -112,7 +122,9 @@ extern "C" dao_status dao_stream_place(dao_stream stream, dao_place* place) {
 extern "C" dao_status dao_stream_synchronize(dao_stream stream) {
   return guarded([&] {
     if (stream == nullptr) return;
-    checked_stream(stream, "dao_stream_synchronize").impl->synchronize();
+    stream_object& s = checked_stream(stream, "dao_stream_synchronize");
+    refuse_own_stream(s, "dao_stream_synchronize");
+    s.impl->synchronize();
   });
 }
 
@@ -145,13 +157,19 @@ extern "C" dao_status dao_stream_destroy(dao_stream stream) {
   return guarded([&] {
     dao_stream_st& h = checked_handle(stream, "dao_stream_destroy");
     stream_object& s = h.obj;
+    if (h.owned_by_pool) {
+      throw invalid_state(
+          "dao_stream_destroy: the stream is a tiered pool's compute stream, lent to its "
+          "kernels; it belongs to the pool, which destroys it (dao_tiered_destroy)");
+    }
+    refuse_own_stream(s, "dao_stream_destroy");
     // Run the queued work here first: a host function destroying its own
     // stream gets DAO_ERR_INVALID_STATE instead of a hang or an abort. Any
     // other failure of the work does not keep the handle alive.
     try {
       s.impl->synchronize();
-    } catch (const invalid_state&) {
-      throw;
+    } catch (const invalid_state& e) {
+      throw invalid_state(std::string("dao_stream_destroy: ") + e.what());
     } catch (const error&) {
     }
     h.magic = 0;

@@ -46,12 +46,14 @@ extern "C" dao_status dao_tiered_create(dao_place device, dao_place host, size_t
                                         const char* config, dao_tiered** out) {
   return guarded([&] {
     require_non_null(out, "dao_tiered_create", "out");
+    tiered_pool::refuse_in_scoring("dao_tiered_create");
     *out = nullptr;
     if (device_budget == 0) {
       throw invalid_argument("dao_tiered_create: device_budget must be > 0");
     }
     auto handle = std::make_unique<dao_tiered>();
     handle->compute_stream = std::make_unique<dao_stream_st>();
+    handle->compute_stream->owned_by_pool = true;
     handle->impl = std::make_unique<tiered_pool>(device, host, device_budget, config);
     stream_object& compute = handle->impl->compute_stream();
     handle->compute_stream->obj = compute;  // the same stream (its implementation is shared)

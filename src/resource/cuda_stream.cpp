@@ -3,8 +3,10 @@
 #include "resource/cuda_stream.hpp"
 
 #include <cstdint>
+#include <memory>
 #include <utility>
 
+#include "core/callback_scope.hpp"
 #include "core/error.hpp"
 #include "util/format.hpp"
 
@@ -32,6 +34,10 @@ void check(const cuda_driver& driver, CUresult r, const std::string& name, const
         strprintf("%s: %s failed: %s", name.c_str(), call, driver.error_text(r).c_str()));
   }
 }
+
+// Throws invalid_state when called from a host function on a CUDA stream
+// (defined below, with cuda_stream).
+void refuse_wait_in_host_function(const std::string& name, const char* call);
 
 CUdeviceptr device_pointer(const void* p) noexcept {
   return static_cast<CUdeviceptr>(reinterpret_cast<std::uintptr_t>(p));
@@ -62,6 +68,7 @@ class cuda_event final : public event_impl {
   }
 
   void synchronize() override {
+    refuse_wait_in_host_function(name_, "dao_event_synchronize");
     pushed_context scope(driver_, ctx_, name_);
     check(driver_, driver_.api().event_synchronize(event_), name_, "cuEventSynchronize");
   }
@@ -113,10 +120,14 @@ class cuda_stream final : public stream_impl {
           name_, "cuMemcpyAsync");
   }
 
+  // The function runs through a trampoline that marks the driver's thread
+  // as running a host function of this stream (core/callback_scope.hpp).
   void launch_host_func(dao_host_fn fn, void* user_data) override {
+    auto call = std::make_unique<host_call>(host_call{fn, user_data, this});
     pushed_context scope(driver_, ctx_, name_);
-    check(driver_, driver_.api().launch_host_func(stream_, fn, user_data), name_,
+    check(driver_, driver_.api().launch_host_func(stream_, &run_host_call, call.get()), name_,
           "cuLaunchHostFunc");
+    call.release();  // the trampoline frees it
   }
 
   void record(event_impl& event) override {
@@ -132,6 +143,7 @@ class cuda_stream final : public stream_impl {
   }
 
   void synchronize() override {
+    refuse_wait_in_host_function(name_, "dao_stream_synchronize");
     pushed_context scope(driver_, ctx_, name_);
     check(driver_, driver_.api().stream_synchronize(stream_), name_, "cuStreamSynchronize");
   }
@@ -147,6 +159,19 @@ class cuda_stream final : public stream_impl {
   void* native() noexcept override { return stream_; }
 
  private:
+  struct host_call {
+    dao_host_fn fn;
+    void* user_data;
+    const cuda_stream* stream;
+  };
+
+  static void run_host_call(void* p) {
+    std::unique_ptr<host_call> call(static_cast<host_call*>(p));
+    const callback_scope scope(callback_scope::kind::host_function,
+                               static_cast<const stream_impl*>(call->stream));
+    call->fn(call->user_data);
+  }
+
   CUevent as_cuda_event(event_impl& event, const char* what) const {
     auto* e = dynamic_cast<cuda_event*>(&event);
     if (e == nullptr) {
@@ -162,6 +187,20 @@ class cuda_stream final : public stream_impl {
   CUstream stream_;
   bool owned_;
 };
+
+// Any wait on a CUDA stream or event from a host function of a CUDA stream:
+// the driver allows no driver call there, and a wait for the function's own
+// stream (or for work queued behind it) would never end.
+void refuse_wait_in_host_function(const std::string& name, const char* call) {
+  const callback_scope* s = callback_scope::find(callback_scope::kind::host_function);
+  if (s == nullptr ||
+      dynamic_cast<const cuda_stream*>(static_cast<const stream_impl*>(s->owner())) == nullptr)
+    return;
+  throw invalid_state(strprintf(
+      "%s: %s: called from a host function (dao_launch_host_func) on a CUDA stream, where the "
+      "driver allows no driver call and the wait may never end; wait from another thread",
+      call, name.c_str()));
+}
 
 }  // namespace
 

@@ -21,6 +21,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/callback_scope.hpp"
 #include "core/error.hpp"
 #include "resource/system_resource.hpp"
 #include "util/format.hpp"
@@ -35,6 +36,9 @@ struct event_state {
   // whose markers have not run yet: rarely more than one or two.
   std::uint64_t recorded = 0;
   std::vector<std::uint64_t> pending;
+  // The stream of the last record (compared only): a host function of that
+  // stream must not wait for the record, queued after itself.
+  const void* recorded_on = nullptr;
 
   // The caller holds `mutex`.
   bool is_pending(std::uint64_t generation) const noexcept {
@@ -65,6 +69,15 @@ class sim_event final : public event_impl {
     {
       std::lock_guard<std::mutex> lock(state_->mutex);
       generation = state_->recorded;
+      // The record is still queued on the stream whose host function this
+      // is, behind that function: the wait would never end.
+      if (state_->is_pending(generation) && state_->recorded_on != nullptr &&
+          callback_scope::inside(callback_scope::kind::host_function, state_->recorded_on)) {
+        throw invalid_state(
+            "dao_event_synchronize: called from a host function (dao_launch_host_func) on the "
+            "SIM stream the event was last recorded on, after that function; the event cannot "
+            "complete before the function returns, so the wait would never end");
+      }
     }
     state_->wait_for(generation);
   }
@@ -73,6 +86,7 @@ class sim_event final : public event_impl {
     std::lock_guard<std::mutex> lock(state_->mutex);
     // A generation that no marker carries counts as retired from the start.
     ++state_->recorded;
+    state_->recorded_on = nullptr;
   }
 
   const std::shared_ptr<event_state>& state() const noexcept { return state_; }
@@ -163,6 +177,7 @@ class sim_stream final : public stream_impl {
         throw;
       }
       state->recorded = state->pending.back();
+      state->recorded_on = static_cast<const stream_impl*>(this);
       ++submitted_;
     }
     work_.notify_one();
@@ -242,7 +257,7 @@ class sim_stream final : public stream_impl {
         retire(t);
       } else {
         lock.unlock();
-        execute(t);
+        execute(t, this);
         lock.lock();
         ++completed_;
       }
@@ -262,14 +277,19 @@ class sim_stream final : public stream_impl {
     t.event->retired.notify_all();
   }
 
-  static void execute(task& t) noexcept {
+  static void execute(task& t, const sim_stream* self) noexcept {
     // Only a user's host function can throw (a C++ callback behind a C
     // pointer); nobody on this thread could handle it, so it is dropped and
     // the stream goes on.
     try {
       switch (t.what) {
         case task::kind::copy: std::memcpy(t.dst, t.src, t.bytes); break;
-        case task::kind::host_fn: t.fn(t.user_data); break;
+        case task::kind::host_fn: {
+          const callback_scope scope(callback_scope::kind::host_function,
+                                     static_cast<const stream_impl*>(self));
+          t.fn(t.user_data);
+          break;
+        }
         case task::kind::marker: retire(t); break;
         case task::kind::wait: t.event->wait_for(t.generation); break;
       }

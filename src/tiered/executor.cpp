@@ -6,6 +6,7 @@
 #include <chrono>
 #include <system_error>
 
+#include "core/callback_scope.hpp"
 #include "core/error.hpp"
 #include "tiered/placement.hpp"
 #include "tiered/tensor.hpp"
@@ -291,6 +292,9 @@ void executor::run_kernel(tiered_op& o, std::unique_lock<std::mutex>& lock) {
     copies_.wait_fence(fence);
     stall = static_cast<std::uint64_t>(
         std::chrono::duration_cast<std::chrono::nanoseconds>(steady::now() - t0).count());
+    // Marked as this pool's kernel (owner: the executor), so that calls
+    // that would wait for it refuse (tiered_pool::refuse_reentry).
+    const callback_scope scope(callback_scope::kind::kernel, this, copies_.compute_handle());
     const dao_status returned = o.fn(o.user_data, in_ptrs.data(), in_ptrs.size(), out_ptrs.data(),
                                      out_ptrs.size(), copies_.compute_handle());
     status = raw_enum(returned);

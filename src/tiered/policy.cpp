@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "core/callback_scope.hpp"
 #include "core/error.hpp"
 #include "util/format.hpp"
 
@@ -54,6 +55,9 @@ double scorer::run_score(const std::vector<dao_tensor_access_info>& tensors) con
       return -cost;
     }
     case evict_policy::callback: {
+      // Runs with the pool's lock held: every pool call refuses inside it
+      // (tiered_pool::refuse_reentry) rather than deadlock.
+      const callback_scope scope(callback_scope::kind::scoring, this);
       double sum = 0;
       for (const auto& t : tensors) sum += callback != nullptr ? callback(user_data, &t) : 0.0;
       return sum;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "core/callback_scope.hpp"
 #include "core/error.hpp"
 #include "resource/system_resource.hpp"
 #include "util/format.hpp"
@@ -83,6 +84,7 @@ void tiered_pool::require_not_failed(const char* function) const {
 }
 
 void tiered_pool::set_score_callback(dao_score_fn score, void* user_data) {
+  refuse_in_scoring("dao_tiered_set_score_callback");
   if (score == nullptr) {
     throw invalid_argument("dao_tiered_set_score_callback: score must not be NULL");
   }
@@ -103,6 +105,7 @@ void tiered_pool::set_score_callback(dao_score_fn score, void* user_data) {
 }
 
 tiered_tensor* tiered_pool::create_tensor(std::size_t bytes) {
+  refuse_in_scoring("dao_tensor_create");
   if (bytes == 0) throw invalid_argument("dao_tensor_create: bytes must be > 0");
   if (bytes > placement_.capacity() || arena_round(bytes) > placement_.capacity()) {
     throw out_of_memory(strprintf(
@@ -121,6 +124,7 @@ tiered_tensor* tiered_pool::create_tensor(std::size_t bytes) {
 }
 
 void tiered_pool::write(tiered_tensor& t, const void* src, std::size_t bytes) {
+  refuse_in_scoring("dao_tensor_write");
   if (src == nullptr) throw invalid_argument("dao_tensor_write: src must not be NULL");
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -169,13 +173,31 @@ void tiered_pool::write(tiered_tensor& t, const void* src, std::size_t bytes) {
   o.release();
 }
 
-void tiered_pool::refuse_on_executor(const char* function) const {
-  if (!executor_.on_worker()) return;
+void tiered_pool::refuse_in_scoring(const char* function) {
+  if (!callback_scope::inside(callback_scope::kind::scoring)) return;
   throw invalid_state(strprintf(
-      "%s: called from a kernel or scoring callback of this pool (on its executor thread), "
-      "where it would wait for that kernel itself; call it from another thread, after "
-      "dao_kernel_submit",
+      "%s: called from a scoring callback (dao_score_fn) of a tiered pool, which runs with that "
+      "pool's lock held; a scoring callback may call no dao_tiered_*, dao_tensor_* or "
+      "dao_kernel_submit function (it would deadlock)",
       function));
+}
+
+void tiered_pool::refuse_on_executor(const char* function) const {
+  refuse_in_scoring(function);
+  if (executor_.on_worker()) {
+    throw invalid_state(strprintf(
+        "%s: called from a kernel (dao_kernel_fn) of this pool, on its executor thread, where it "
+        "would wait for that kernel itself; call it from another thread, after "
+        "dao_kernel_submit",
+        function));
+  }
+  const callback_scope* host = callback_scope::find(callback_scope::kind::host_function);
+  if (host != nullptr && copies_.owns_stream(host->owner())) {
+    throw invalid_state(strprintf(
+        "%s: called from a host function (dao_launch_host_func) on one of this pool's streams "
+        "(a kernel's stream), which the pool's executor waits for; it would wait for itself",
+        function));
+  }
 }
 
 void tiered_pool::read(tiered_tensor& t, void* dst, std::size_t bytes) {
@@ -209,6 +231,7 @@ void tiered_pool::read(tiered_tensor& t, void* dst, std::size_t bytes) {
 }
 
 dao_tensor_state tiered_pool::state(const tiered_tensor& t) {
+  refuse_in_scoring("dao_tensor_get_state");
   std::lock_guard<std::mutex> lock(mu_);
   check_tensor(&t, "dao_tensor_get_state", "tensor");
   if (!t.resident && !t.host_valid) return DAO_TENSOR_UNINITIALIZED;
@@ -217,6 +240,7 @@ dao_tensor_state tiered_pool::state(const tiered_tensor& t) {
 }
 
 void tiered_pool::release(tiered_tensor& t) {
+  refuse_in_scoring("dao_tensor_release");
   std::lock_guard<std::mutex> lock(mu_);
   check_tensor(&t, "dao_tensor_release", "tensor");
   auto o = std::make_unique<tiered_op>();
@@ -233,6 +257,7 @@ void tiered_pool::submit(dao_kernel_fn fn, void* user_data, tiered_tensor* const
                          std::size_t input_count, tiered_tensor* const* outputs,
                          std::size_t output_count) {
   static const char* const f = "dao_kernel_submit";
+  refuse_in_scoring(f);
   if (fn == nullptr) throw invalid_argument("dao_kernel_submit: fn must not be NULL");
   if (inputs == nullptr && input_count != 0) {
     throw invalid_argument("dao_kernel_submit: inputs is NULL but input_count is not 0");
@@ -301,6 +326,7 @@ std::size_t tiered_pool::record_count() const {
 }
 
 void tiered_pool::read_stats(dao_tiered_stats& out) {
+  refuse_in_scoring("dao_tiered_get_stats");
   std::lock_guard<std::mutex> lock(mu_);
   out = stats_;
 }

@@ -50,10 +50,15 @@ class tiered_pool {
               std::size_t input_count, tiered_tensor* const* outputs, std::size_t output_count);
   void synchronize();
   void read_stats(dao_tiered_stats& out);
-  // Throws invalid_state when called on the executor thread (from a kernel
-  // or a scoring callback of this pool): `function` would wait for the
-  // kernel that calls it, for ever.
+  // Throws invalid_state when `function` would wait for ever: called from a
+  // scoring callback of any pool, from a kernel of this pool (it would wait
+  // for that kernel), or from a host function on one of this pool's streams
+  // (a kernel may queue one on its stream; the executor waits for it).
   void refuse_on_executor(const char* function) const;
+  // Throws invalid_state when called from a scoring callback of any tiered
+  // pool: it runs with its pool's lock held, so no pool may be called there
+  // (this pool's lock would deadlock; another's would invert the order).
+  static void refuse_in_scoring(const char* function);
   // Tensor records held (live, released or free for reuse): a test hook for
   // the bound that record reuse keeps.
   std::size_t record_count() const;

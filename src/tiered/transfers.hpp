@@ -67,6 +67,10 @@ class transfers {
   // The compute stream itself: the C API gives it a handle (compute_handle()).
   stream_object& compute_stream() const noexcept { return *compute_; }
   void synchronize_compute();
+  // Whether `impl` (a stream_impl, compared only) is one of the pool's streams.
+  bool owns_stream(const void* impl) const noexcept {
+    return impl == compute_->impl.get() || impl == h2d_->impl.get() || impl == d2h_->impl.get();
+  }
 
   // For dao_tensor_read: copies `bytes` to the caller's `dst` from the host
   // tier once evictions are done, or from the device once fetches are done.

@@ -7,7 +7,10 @@
 #   pointers, handles of the wrong type, buffers released too often, tensors
 #   used after release; each is refused with a status and a message, and
 #   changes nothing.
-foreach(reliability_test test_bad_input test_misuse)
+# test_reentrancy: each (callback x library call) pair made from inside host
+#   functions, kernels and scoring callbacks; allowed calls work, forbidden
+#   ones give DAO_ERR_INVALID_STATE, and a watchdog fails a pair that hangs.
+foreach(reliability_test test_bad_input test_misuse test_reentrancy)
   add_executable(${reliability_test}
                  ${CMAKE_CURRENT_SOURCE_DIR}/reliability/${reliability_test}.c)
   target_include_directories(${reliability_test} PRIVATE ${CMOCKA_INCLUDE_DIR}
@@ -29,3 +32,15 @@ add_test(NAME test_misuse COMMAND test_misuse)
 set_tests_properties(test_misuse PROPERTIES
                      ENVIRONMENT "DAO_SIM_DEVICES=2x64MiB"
                      LABELS "unit;reliability" TIMEOUT 300)
+add_test(NAME test_reentrancy COMMAND test_reentrancy)
+set_tests_properties(test_reentrancy PROPERTIES
+                     ENVIRONMENT "DAO_SIM_DEVICES=2x64MiB"
+                     LABELS "unit;reliability" TIMEOUT 300)
+# Host functions on CUDA streams, run by the fake driver's own threads.
+if(DAO_CUDA_ENABLED)
+  add_dependencies(test_reentrancy dao_fake_cuda)
+  add_test(NAME test_reentrancy_cuda COMMAND test_reentrancy cuda)
+  set_tests_properties(test_reentrancy_cuda PROPERTIES
+                       ENVIRONMENT "${_dao_fake_cuda_env}"
+                       LABELS "unit;reliability;cuda" TIMEOUT 300)
+endif()
