@@ -483,6 +483,44 @@ void sweep_recycle(void**) {
   assert_true(k > 1);
 }
 
+// ------------------------------------------------------ dao_tensor_release
+
+// A release that runs out of host memory (issue 20, defect 12) says so and
+// changes nothing: the tensor still reads back what was written, and a
+// second release succeeds; nothing stays allocated.
+void sweep_tensor_release(void**) {
+  std::vector<unsigned char> data(4 * KiB), got(4 * KiB);
+  for (std::size_t i = 0; i < data.size(); ++i) data[i] = static_cast<unsigned char>(i * 5 + 1);
+  std::uint64_t k = 1;
+  int refused = 0;
+  for (;; ++k) {
+    dao_tiered* pool = nullptr;
+    dao_tensor* t = nullptr;
+    assert_int_equal(dao_tiered_create(dao_place_sim(0), dao_place_cpu(), 64 * KiB, nullptr, &pool),
+                     DAO_OK);
+    assert_int_equal(dao_tensor_create(pool, data.size(), &t), DAO_OK);
+    assert_int_equal(dao_tensor_write(t, data.data(), data.size()), DAO_OK);
+    assert_int_equal(dao_tiered_synchronize(pool), DAO_OK);
+    const std::int64_t live_before = nf::live();
+    nf::fail_nth(k);
+    const dao_status s = dao_tensor_release(t);
+    const bool reached = nf::injected() == 1;
+    nf::reset();
+    if (s != DAO_OK) {
+      assert_int_equal(s, DAO_ERR_OUT_OF_MEMORY);
+      assert_true(has_message());
+      ++refused;
+      assert_int_equal(nf::live(), live_before);  // nothing half done
+      assert_int_equal(dao_tensor_read(t, got.data(), got.size()), DAO_OK);
+      assert_memory_equal(got.data(), data.data(), data.size());
+      assert_int_equal(dao_tensor_release(t), DAO_OK);
+    }
+    assert_int_equal(dao_tiered_destroy(pool), DAO_OK);
+    if (!reached) break;
+  }
+  assert_true(k > 1 && refused > 0);
+}
+
 int main() {
   const CMUnitTest tests[] = {
       cmocka_unit_test(place_allocator_first_use),
@@ -490,6 +528,7 @@ int main() {
       cmocka_unit_test(sweep_kernel_submit),
       cmocka_unit_test(sweep_caching_expandable),
       cmocka_unit_test(sweep_recycle),
+      cmocka_unit_test(sweep_tensor_release),
   };
   return cmocka_run_group_tests(tests, nullptr, nullptr);
 }

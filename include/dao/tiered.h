@@ -249,6 +249,10 @@ DAO_API dao_status dao_tensor_get_state(const dao_tensor *tensor, dao_tensor_sta
  * @param[in] tensor The tensor.
  * @retval DAO_OK                   Released.
  * @retval DAO_ERR_INVALID_ARGUMENT NULL or an already released tensor.
+ * @retval DAO_ERR_OUT_OF_MEMORY    No host memory for the release's record
+ *                                  in the pool's queue. Nothing changed:
+ *                                  the tensor and its data stay valid;
+ *                                  release it again later.
  * @par Thread safety
  * Safe to call from any thread.
  */
