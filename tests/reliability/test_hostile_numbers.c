@@ -865,7 +865,10 @@ static int whole_case(const hcase *c) {
        * count x entry_size overflows (the library cannot know the arrays). */
       static unsigned char buf[4096];
       static int64_t idx[512];
-      if (c->n > 512 && c->n <= SIZE_MAX / 8) continue;
+      if (c->n > 512 && c->n <= SIZE_MAX / 8) {
+        dao_whole_destroy(w);
+        continue;
+      }
       st = dao_whole_gather(w, idx, c->n, buf);
       if (c->n <= 512 ? st != DAO_OK : check_refusal(c->label, st, "entries", 0) != 0)
         rc |= failf(c->label, "gather type %d: %s %s", types, dao_status_string(st),
