@@ -1273,7 +1273,10 @@ static void build_cases(void) {
     for (place = 0; place < 2; ++place)
       for (j = 0; j < HOSTILE_SIZES; ++j) {
         hcase *c;
-        if (slow_under_asan(place, hostile_sizes[j] * (i == 2 ? 4 : 1), NULL)) continue;
+        /* bytes of one buffer: element 4 x shape (x 2^32 for {n, 2^32}) */
+        const size_t n = hostile_sizes[j];
+        const size_t bytes = i == 2 ? (n > ((size_t)1 << 30) ? SIZE_MAX : n << 34) : n * 4;
+        if (slow_under_asan(place, n == 0 ? 0 : bytes / 4 < n ? SIZE_MAX : bytes, NULL)) continue;
         c = add_case(recycle_size_case, "recycle %s %s=%zu", place_name(place), what[i],
                      hostile_sizes[j]);
         c->variant = (int)i, c->place = place, c->n = hostile_sizes[j], c->m = (size_t)1 << 32;
