@@ -82,15 +82,42 @@ std::size_t parse_size(std::string_view text, std::string_view what) {
     if (value > std::numeric_limits<std::size_t>::max() / factor) throw too_large();
     return static_cast<std::size_t>(value * factor);
   }
-  double value = std::strtod(number.c_str(), nullptr) * static_cast<double>(factor);
-  if (!(value < 18446744073709551615.0)) throw too_large();
-  double rounded = std::floor(value);
-  if (rounded != value) {
-    throw invalid_argument(strprintf("%.*s: '%.*s' is not a whole number of bytes",
-                                     static_cast<int>(what.size()), what.data(),
-                                     static_cast<int>(text.size()), text.data()));
+  // A decimal size is computed exactly, not as a double: near 2^64 a double
+  // has no fraction bits left, so "16777215.99TiB" (0.01 TiB short of 2^64,
+  // not a whole number of bytes) was accepted as another number, and a size
+  // read back otherwise than written (issue 20, hostile numbers). The factor
+  // is 2^e; bytes = whole * 2^e + fraction * 2^e / 10^k, whole exactly when
+  // 5^k divides the fraction's digits and k <= e (trailing zeros dropped).
+  const std::size_t dot = number.find('.');
+  std::string_view whole_digits = std::string_view(number).substr(0, dot);
+  std::string_view fraction = std::string_view(number).substr(dot + 1);
+  while (!fraction.empty() && fraction.back() == '0') fraction.remove_suffix(1);
+  unsigned __int128 whole = 0;
+  for (char ch : whole_digits) {
+    whole = whole * 10 + static_cast<unsigned>(ch - '0');
+    if (whole > std::numeric_limits<std::uint64_t>::max()) throw too_large();
   }
-  return static_cast<std::size_t>(rounded);
+  const int e = __builtin_ctzll(factor);
+  const auto not_whole = [&]() {
+    return invalid_argument(strprintf("%.*s: '%.*s' is not a whole number of bytes",
+                                      static_cast<int>(what.size()), what.data(),
+                                      static_cast<int>(text.size()), text.data()));
+  };
+  if (fraction.size() > static_cast<std::size_t>(e)) throw not_whole();
+  const int k = static_cast<int>(fraction.size());
+  unsigned __int128 five_k = 1;
+  for (int i = 0; i < k; ++i) five_k *= 5;
+  // Long division of the fraction's digits by 5^k: q < 2^k <= 2^40.
+  unsigned __int128 q = 0, r = 0;
+  for (char ch : fraction) {
+    const unsigned __int128 t = r * 10 + static_cast<unsigned>(ch - '0');
+    q = q * 10 + t / five_k;
+    r = t % five_k;
+  }
+  if (r != 0) throw not_whole();
+  const unsigned __int128 bytes = whole * factor + (q << (e - k));
+  if (bytes > std::numeric_limits<std::size_t>::max()) throw too_large();
+  return static_cast<std::size_t>(bytes);
 }
 
 config config::parse(std::string_view text, std::string context) {

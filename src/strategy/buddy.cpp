@@ -50,6 +50,15 @@ buddy_options buddy_options::from_config(config& cfg, const memory_source& upstr
     throw invalid_argument(
         strprintf("%s: chunk_size/min_block must be below 2^%d", ctx, kBuddyMaxOrders));
   }
+  // An initial pool larger than the place can never be reserved; on the CPU,
+  // whose chunks are virtual memory, the constructor's loop took chunk after
+  // chunk until the address space ran out (issue 20: initial_pool=2^63 hung
+  // for minutes). Refuse it at once.
+  if (total != 0 && o.initial_pool > total) {
+    throw out_of_memory(strprintf("%s: initial_pool (%s) is larger than the place's memory (%s)",
+                                  ctx, format_bytes(o.initial_pool).c_str(),
+                                  format_bytes(total).c_str()));
+  }
   if (o.limit.max_pool != 0 && o.initial_pool > o.limit.max_pool) {
     throw invalid_argument(strprintf("%s: initial_pool (%s) is larger than max_pool (%s)", ctx,
                                      format_bytes(o.initial_pool).c_str(),

@@ -40,6 +40,11 @@ caching_options caching_options::from_config(config& cfg, const memory_source& u
           strprintf("%s: max_split_size_mb must be a whole number of MiB from 0 to %zu", ctx,
                     static_cast<std::size_t>(SIZE_MAX >> 20)));
     o.max_split_size = *v == 0 ? SIZE_MAX : static_cast<std::size_t>(*v) << 20;
+    // Checked here too, so that the message names the key the user wrote
+    // (issue 20: max_split_size_mb=1 was refused as "max_split_size").
+    if (o.max_split_size != SIZE_MAX && o.max_split_size <= kLargeBuffer)
+      throw invalid_argument(
+          strprintf("%s: max_split_size_mb must be larger than 20, or 0 for no limit", ctx));
   }
   if (o.max_split_size != SIZE_MAX && o.max_split_size <= kLargeBuffer) {
     throw invalid_argument(strprintf(

@@ -44,3 +44,16 @@ if(DAO_CUDA_ENABLED)
                        ENVIRONMENT "${_dao_fake_cuda_env}"
                        LABELS "unit;reliability;cuda" TIMEOUT 300)
 endif()
+
+# test_hostile_numbers (issue 20, "hostile numbers"): every numeric config key
+# (read from the library's own "known keys" lists, so a new key cannot go
+# untested) and every size argument at 0, 1, the largest accepted value, just
+# above it, SIZE_MAX, tiny and huge floats, NaN, infinities, negative numbers
+# and malformed spellings; each case in a child process with a watchdog.
+add_executable(test_hostile_numbers ${CMAKE_CURRENT_SOURCE_DIR}/reliability/test_hostile_numbers.c)
+target_include_directories(test_hostile_numbers PRIVATE ${PROJECT_SOURCE_DIR}/src)
+target_link_libraries(test_hostile_numbers PRIVATE dao Threads::Threads)
+target_compile_options(test_hostile_numbers PRIVATE ${DAO_WARNING_FLAGS})
+add_test(NAME test_hostile_numbers COMMAND test_hostile_numbers)
+set_tests_properties(test_hostile_numbers PROPERTIES ENVIRONMENT "DAO_SIM_DEVICES=2x64MiB"
+                     LABELS "unit;reliability" TIMEOUT 600)
