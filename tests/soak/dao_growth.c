@@ -105,8 +105,8 @@ static int expect_ok(dao_status got, const char *what, int line) {
   report_error("line %d: %s gave %s: %s", line, what, dao_status_string(got), dao_last_error());
   return 0;
 }
-#define CHECK(cond)                                                 \
-  do {                                                              \
+#define CHECK(cond)                                                     \
+  do {                                                                  \
     if (!(cond)) report_error("line %d: %s is false", __LINE__, #cond); \
   } while (0)
 
@@ -398,7 +398,8 @@ static void recycle_round(dao_recycle_pool *pool, unsigned seed) {
   void *data = NULL;
   size_t bytes = 0, elem = 0;
   if (!OK(dao_recycle_acquire(pool, 1.0, &b))) return;
-  if (OK(dao_buffer_data(b, &data)) && OK(dao_buffer_size(b, &elem, &bytes))) fill(data, bytes, seed);
+  if (OK(dao_buffer_data(b, &data)) && OK(dao_buffer_size(b, &elem, &bytes)))
+    fill(data, bytes, seed);
   if (!OK(dao_recycle_submit(pool, b))) {
     OK(dao_buffer_release(b));
     return;
@@ -518,8 +519,7 @@ static void cycle_tiered(uint64_t i) {
   memset(&s, 0, sizeof s);
   s.struct_size = sizeof s;
   if (OK(dao_tiered_get_stats(pool, &s)) && s.evictions == 0)
-    report_error("tiered pool (%s): no eviction, the cycle does not test eviction",
-                 configs[i % 3]);
+    report_error("tiered pool (%s): no eviction, the cycle does not test eviction", configs[i % 3]);
   OK(dao_tiered_destroy(pool));
 }
 
@@ -527,7 +527,8 @@ static dao_tiered *g_tiered_long;
 static dao_tensor *g_tiered_long_kept; /* a tensor that lives as long as the pool */
 
 static int setup_tiered_long(void) {
-  if (!OK(dao_tiered_create(dao_place_sim(1), dao_place_cpu(), 3 * TENSOR_BYTES, "", &g_tiered_long)))
+  if (!OK(dao_tiered_create(dao_place_sim(1), dao_place_cpu(), 3 * TENSOR_BYTES, "",
+                            &g_tiered_long)))
     return 0;
   if (!OK(dao_tensor_create(g_tiered_long, TENSOR_BYTES, &g_tiered_long_kept))) return 0;
   write_tensor(g_tiered_long_kept, 5.0f);
@@ -622,8 +623,8 @@ static void *whole_rank(void *arg) {
         unsigned char want = (unsigned char)((entry + j->cycle) & 0xFF);
         if (buf[e * WHOLE_ENTRY] != want || buf[e * WHOLE_ENTRY + WHOLE_ENTRY - 1] != want) {
           report_error("whole %s on %s: rank %d gathered entry %zu wrong",
-                       dao_whole_type_name(j->type), dao_whole_location_name(j->location),
-                       j->rank, entry);
+                       dao_whole_type_name(j->type), dao_whole_location_name(j->location), j->rank,
+                       entry);
           break;
         }
       }
@@ -757,8 +758,7 @@ static void snapshot_of(dao_allocator *a, int unsupported_ok) {
     }
     OK(dao_snapshot_destroy(snap));
   }
-  OK_OR_UNSUPPORTED(dao_allocator_snapshot_json(a, g_json, sizeof g_json, &length),
-                    unsupported_ok);
+  OK_OR_UNSUPPORTED(dao_allocator_snapshot_json(a, g_json, sizeof g_json, &length), unsupported_ok);
   for (m = 0; m < DAO_STAT_METRIC_COUNT; ++m) {
     dao_stat st;
     memset(&st, 0, sizeof st);
@@ -789,11 +789,11 @@ static void cycle_snapshots(uint64_t i) {
 
 typedef struct area {
   const char *name;
-  int (*setup)(void);                /* long-lived objects; may be NULL */
-  void (*cycle)(uint64_t i);         /* one create/use/release cycle */
-  void (*teardown)(void);            /* may be NULL */
-  int (*counters)(uint64_t *, int);  /* exact counters of its own; may be NULL */
-  void (*trim)(void);                /* trims its long-lived allocators; may be NULL */
+  int (*setup)(void);               /* long-lived objects; may be NULL */
+  void (*cycle)(uint64_t i);        /* one create/use/release cycle */
+  void (*teardown)(void);           /* may be NULL */
+  int (*counters)(uint64_t *, int); /* exact counters of its own; may be NULL */
+  void (*trim)(void);               /* trims its long-lived allocators; may be NULL */
 } area;
 
 static const area g_areas[] = {
@@ -828,10 +828,8 @@ static int read_counters(const area *ar, uint64_t *v) {
 
 static const char *counter_name(const area *ar, int k, char *buf, size_t size) {
   if (k < 2 * PL_COUNT)
-    snprintf(buf, size, "%s(%s)", (k & 1) ? "dao_used_internal" : "dao_used",
-             place_names[k / 2]);
-  else
-    snprintf(buf, size, "%s's counter #%d", ar->name, k - 2 * PL_COUNT);
+    snprintf(buf, size, "%s(%s)", (k & 1) ? "dao_used_internal" : "dao_used", place_names[k / 2]);
+  else snprintf(buf, size, "%s's counter #%d", ar->name, k - 2 * PL_COUNT);
   return buf;
 }
 
@@ -875,7 +873,8 @@ typedef struct series {
  * kept per tensor ever made, defect 9), RSS the test of everything else
  * (mapped pages, thread stacks, memory of SIM devices). Returns 1 when the
  * series grows. */
-static int growth_verdict(const char *area_name, const series *s, double margin, double *slope_out) {
+static int growth_verdict(const char *area_name, const series *s, double margin,
+                          double *slope_out) {
   int first = s->n / 2, k, m;
   double sx = 0, sy = 0, sxx = 0, sxy = 0, slope = 0, span, rise;
   *slope_out = 0;
@@ -1003,8 +1002,8 @@ static int run_area(const area *ar, double seconds) {
     printf("  %-16s %9" PRIu64 " cycles in %5.1f s (warm-up %" PRIu64 "), RSS %.1f -> %.1f MiB "
            "(%+.1f B/cycle)",
            ar->name, cycles, now_seconds() - start, warm_cycles,
-           rss.n ? rss.value[0] / 1048576.0 : 0.0,
-           rss.n ? rss.value[rss.n - 1] / 1048576.0 : 0.0, slope_rss);
+           rss.n ? rss.value[0] / 1048576.0 : 0.0, rss.n ? rss.value[rss.n - 1] / 1048576.0 : 0.0,
+           slope_rss);
     if (heap.n)
       printf(", C heap %.2f -> %.2f MiB (%+.1f B/cycle)", heap.value[0] / 1048576.0,
              heap.value[heap.n - 1] / 1048576.0, slope_heap);
