@@ -321,8 +321,8 @@ DAO_API dao_status dao_allocator_usable_size(dao_allocator *a, const void *ptr, 
  * is trimmed after the one above it.
  *
  * @param[in]  a        The allocator.
- * @param[out] released Receives the bytes given back (for a stack, the sum
- *                      of what each strategy gave back); may be NULL.
+ * @param[out] released Receives the bytes given back, what the allocator's
+ *                      `reserved_bytes` fell by; may be NULL.
  * @retval DAO_OK                   Done (possibly 0 bytes).
  * @retval DAO_ERR_INVALID_ARGUMENT @p a is NULL.
  *

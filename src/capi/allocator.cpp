@@ -74,12 +74,12 @@ extern "C" dao_status dao_allocator_trim(dao_allocator* a, size_t* released) {
     // gives back goes to the one below it, which would otherwise keep it
     // cached, held from the system and counted in no statistic of this
     // allocator (issue 20, found by the growth soak: caching over buddy kept
-    // buddy's 16 MiB chunk after every trim). Each trim waits for nothing
-    // of the others, and no lock is held between them.
-    std::size_t bytes = 0;
-    for (dao::detail::strategy* s = h.impl; s != nullptr;
-         s = const_cast<dao::detail::strategy*>(s->below()))
-      bytes += s->trim();
+    // buddy's 16 MiB chunk after every trim). No lock is held between the
+    // trims. `released` stays what this allocator gave back, so that it is
+    // what its reserved_bytes fell by.
+    std::size_t bytes = h.impl->trim();
+    for (const dao::detail::strategy* s = h.impl->below(); s != nullptr; s = s->below())
+      const_cast<dao::detail::strategy*>(s)->trim();
     if (released != nullptr) *released = bytes;
   });
 }
