@@ -264,11 +264,14 @@ static void caching_over_buddy(void **state) {
   for (k = 0; k < 2; ++k) {
     static const size_t sizes[] = {100, 4096, 300 * KIB, MIB, 3 * MIB};
     void *ptrs[5];
-    dao_allocator *a = make(places[k], "caching", "upstream=buddy,upstream.chunk_size=4MiB");
+    size_t i, released = 0, free0 = 0, free1 = 0;
+    dao_allocator *a;
     dao_allocator_stats st;
-    const char *config = config_of(a);
+    const char *config;
     uint64_t requested = 0;
-    size_t i, released = 0;
+    if (k == 1) assert_ok(dao_place_memory_info(places[k], &free0, NULL));
+    a = make(places[k], "caching", "upstream=buddy,upstream.chunk_size=4MiB");
+    config = config_of(a);
     assert_true(has_item(config, "upstream=buddy"));
     assert_true(has_item(config, "upstream.chunk_size=4MiB"));
     assert_true(has_item(config, "fast_reuse=false"));
@@ -290,9 +293,16 @@ static void caching_over_buddy(void **state) {
     }
     assert_int_equal(dao_test_stats(a).live_blocks, 0);
     assert_int_equal(check_snapshot(a, 0), dao_test_stats(a).reserved_bytes);
+    /* The trim reaches the bottom of the stack: buddy gives its chunks back
+     * too, so the device has all its memory again (issue 20: buddy kept
+     * them, held from the device and in no statistic of the stack). */
     assert_ok(dao_allocator_trim(a, &released));
     assert_int_equal(released, st.reserved_bytes);
     assert_int_equal(dao_test_stats(a).reserved_bytes, 0);
+    if (k == 1) {
+      assert_ok(dao_place_memory_info(places[k], &free1, NULL));
+      assert_int_equal(free1, free0);
+    }
     assert_config_round_trips(a);
     assert_ok(dao_allocator_destroy(a));
   }

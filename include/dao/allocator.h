@@ -316,10 +316,13 @@ DAO_API dao_status dao_allocator_usable_size(dao_allocator *a, const void *ptr, 
  * allocator's lock, so a host function on one of those streams may use the
  * allocator meanwhile; memory of a stream given more work meanwhile stays
  * cached. (So do an allocation's out-of-memory retry and, with
- * `DAO_NO_CACHING=1`, a free.) Live blocks are never touched.
+ * `DAO_NO_CACHING=1`, a free.) Live blocks are never touched. A stack
+ * (`upstream=`) is trimmed down to the system resource: each strategy below
+ * is trimmed after the one above it.
  *
  * @param[in]  a        The allocator.
- * @param[out] released Receives the bytes given back; may be NULL.
+ * @param[out] released Receives the bytes given back, what the allocator's
+ *                      `reserved_bytes` fell by; may be NULL.
  * @retval DAO_OK                   Done (possibly 0 bytes).
  * @retval DAO_ERR_INVALID_ARGUMENT @p a is NULL.
  *

@@ -70,7 +70,16 @@ extern "C" dao_status dao_allocator_usable_size(dao_allocator* a, const void* pt
 extern "C" dao_status dao_allocator_trim(dao_allocator* a, size_t* released) {
   return guarded([&] {
     dao_allocator& h = checked_handle(a, "dao_allocator_trim");
+    // A stack (`upstream=`) is trimmed all the way down: what a strategy
+    // gives back goes to the one below it, which would otherwise keep it
+    // cached, held from the system and counted in no statistic of this
+    // allocator (issue 20, found by the growth soak: caching over buddy kept
+    // buddy's 16 MiB chunk after every trim). No lock is held between the
+    // trims. `released` stays what this allocator gave back, so that it is
+    // what its reserved_bytes fell by.
     std::size_t bytes = h.impl->trim();
+    for (const dao::detail::strategy* s = h.impl->below(); s != nullptr; s = s->below())
+      const_cast<dao::detail::strategy*>(s)->trim();
     if (released != nullptr) *released = bytes;
   });
 }
