@@ -14,8 +14,8 @@
  * ---------------------------------------------------------------------- */
 
 static void rounding_and_pools(void **state) {
-  static const char *const configs[] = {NULL, "expandable_segments=false", "fast_reuse=true",
-                                        "fast_reuse=true,expandable_segments=false"};
+  static const char *const configs[] = {NULL, "expandable_segments=false", "fast_reuse=false",
+                                        "fast_reuse=false,expandable_segments=false"};
   size_t c;
   (void)state;
   for (c = 0; c < 4; ++c) {
@@ -235,11 +235,12 @@ static void max_split_size(void **state) {
                           DAO_ERR_INVALID_ARGUMENT, "max_split_size");
 }
 
-/* fast_reuse=true: a free goes, unmerged, to a list of its size class; the
-   next request of that class gets the same block back. Before the
-   allocator would map more, the recent blocks are merged, so a request
+/* Fast reuse (on by default): a free goes, unmerged, to a list of its size
+   class; the next request of that class gets the same block back. Before
+   the allocator would map more, the recent blocks are merged, so a request
    that fits only in the merged memory still succeeds without growing or
-   the out-of-memory ladder. Off by default. */
+   the out-of-memory ladder. With reserve_headroom=none the lists have no
+   bound (the bound is tested in fast_reuse_bounded_by_headroom). */
 static void fast_reuse(void **state) {
   dao_allocator *a = NULL;
   const char *config = NULL;
@@ -250,20 +251,20 @@ static void fast_reuse(void **state) {
   (void)state;
   a = make(big_place(), NULL);
   assert_ok(dao_allocator_info(a, NULL, NULL, &config));
-  assert_non_null(strstr(config, "fast_reuse=false"));
+  assert_non_null(strstr(config, "fast_reuse=true"));
+  assert_non_null(strstr(config, "reserve_headroom=0.05"));
   destroy(a);
   a = NULL;
   assert_failure_mentions(dao_allocator_create(big_place(), "caching", "fast_reuse=sometimes", &a),
                           DAO_ERR_INVALID_ARGUMENT, "fast_reuse");
   assert_null(a);
-
-  /* fast reuse takes no headroom unless asked for one */
-  a = make(big_place(), "fast_reuse=true,reserve_headroom=0.1");
+  a = make(big_place(), "fast_reuse=false");
   assert_ok(dao_allocator_info(a, NULL, NULL, &config));
-  assert_non_null(strstr(config, "reserve_headroom=0.1"));
+  assert_non_null(strstr(config, "fast_reuse=false"));
+  assert_non_null(strstr(config, "reserve_headroom=0.05"));
   destroy(a);
 
-  a = make(small_place(), "fast_reuse=true");
+  a = make(small_place(), "reserve_headroom=none");
   assert_ok(dao_allocator_info(a, NULL, NULL, &config));
   assert_non_null(strstr(config, "fast_reuse=true"));
   assert_non_null(strstr(config, "reserve_headroom=none"));
@@ -342,6 +343,44 @@ static void fast_reuse(void **state) {
  * expandable segment cannot reserve its usual four times the machine's
  * memory; caching.cpp new_segment() settles for less and still serves. Runs
  * in a child process so that the limit stays there. */
+/* The recent lists hold at most reserve_headroom times the memory in use:
+   beyond, a free merges at once (the exact path), so a slightly smaller
+   request gets an exact block, not the larger one just freed. */
+static void fast_reuse_bounded_by_headroom(void **state) {
+  static const char *const configs[] = {NULL, "reserve_headroom=0.2", "reserve_headroom=none",
+                                        "fast_reuse=false"};
+  /* 0.05 x 13 x 512 KiB = 333 KiB < 512 KiB: merged; 0.2 x 13 x 512 KiB
+     = 1.3 MiB: recent; none: recent; fast_reuse=false: never recent */
+  static const int recent[] = {0, 1, 1, 0};
+  size_t c;
+  (void)state;
+  for (c = 0; c < 4; ++c) {
+    dao_allocator *a = make(big_place(), configs[c]);
+    void *blocks[14], *q;
+    int i;
+    for (i = 0; i < 14; ++i) blocks[i] = alloc_ok(a, 512 * KIB, NULL);
+    assert_ok(dao_allocator_free(a, blocks[5]));
+    q = alloc_ok(a, 480 * KIB, NULL);
+    assert_ptr_equal(q, blocks[5]); /* best fit finds the same hole */
+    assert_int_equal(usable(a, q), recent[c] ? 512 * KIB : 480 * KIB);
+    blocks[5] = q;
+    for (i = 0; i < 14; ++i) assert_ok(dao_allocator_free(a, blocks[i]));
+    destroy(a);
+  }
+  {
+    /* reserve_headroom=0: no block waits; small blocks freed and asked
+       for again come back exact */
+    dao_allocator *a = make(big_place(), "reserve_headroom=0");
+    void *p = alloc_ok(a, 64 * KIB, NULL), *keep = alloc_ok(a, MIB, NULL), *q;
+    assert_ok(dao_allocator_free(a, p));
+    q = alloc_ok(a, 60 * KIB, NULL);
+    assert_int_equal(usable(a, q), 60 * KIB);
+    assert_ok(dao_allocator_free(a, q));
+    assert_ok(dao_allocator_free(a, keep));
+    destroy(a);
+  }
+}
+
 static void limited_address_space(void **state) {
   pid_t child;
   int status = 0;
@@ -379,6 +418,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(roundup_power2_divisions, baseline, cleanup),
       cmocka_unit_test_setup_teardown(max_split_size, baseline, cleanup),
       cmocka_unit_test_setup_teardown(fast_reuse, baseline, cleanup),
+      cmocka_unit_test_setup_teardown(fast_reuse_bounded_by_headroom, baseline, cleanup),
       cmocka_unit_test(limited_address_space),
   };
   if (!no_caching_is(0)) return 2;

@@ -26,8 +26,8 @@ static void ladder_releases_cache(void **state) {
   /* reserve_headroom=none: with it the cache would go before the device is
      full (reserve_headroom below), and the ladder would not be needed */
   static const char *const configs[] = {"reserve_headroom=none", "expandable_segments=false",
-                                        "reserve_headroom=none,fast_reuse=true",
-                                        "expandable_segments=false,fast_reuse=true"};
+                                        "reserve_headroom=none,fast_reuse=false",
+                                        "expandable_segments=false,fast_reuse=false"};
   size_t c;
   int other_stream;
   (void)state;
@@ -85,8 +85,8 @@ static void ladder_releases_cache(void **state) {
    largest free block. */
 static void ladder_reuses_holes(void **state) {
   static const char *const configs[] = {"reserve_headroom=none", "expandable_segments=false",
-                                        "reserve_headroom=none,fast_reuse=true",
-                                        "expandable_segments=false,fast_reuse=true"};
+                                        "reserve_headroom=none,fast_reuse=false",
+                                        "expandable_segments=false,fast_reuse=false"};
   size_t c;
   (void)state;
   for (c = 0; c < 4; ++c) {
@@ -125,8 +125,8 @@ static void ladder_reuses_holes(void **state) {
 /* More than the device: out of memory, with PyTorch's explanation, counted,
    and the allocator keeps working. */
 static void larger_than_the_device(void **state) {
-  static const char *const configs[] = {NULL, "expandable_segments=false", "fast_reuse=true",
-                                        "fast_reuse=true,expandable_segments=false"};
+  static const char *const configs[] = {NULL, "expandable_segments=false", "fast_reuse=false",
+                                        "fast_reuse=false,expandable_segments=false"};
   size_t c;
   (void)state;
   for (c = 0; c < 4; ++c) {

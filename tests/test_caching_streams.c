@@ -38,8 +38,8 @@ static void gated_fill_fn(void *user_data) {
 }
 
 static void reuse_is_per_stream(void **state) {
-  static const char *const configs[] = {NULL, "expandable_segments=false", "fast_reuse=true",
-                                        "fast_reuse=true,expandable_segments=false"};
+  static const char *const configs[] = {NULL, "expandable_segments=false", "fast_reuse=false",
+                                        "fast_reuse=false,expandable_segments=false"};
   const size_t n = 64 * KIB;
   size_t c;
   (void)state;
@@ -128,8 +128,8 @@ static void gated_check_fn(void *user_data) {
 }
 
 static void record_stream_defers_reuse(void **state) {
-  static const char *const configs[] = {NULL, "expandable_segments=false", "fast_reuse=true",
-                                        "fast_reuse=true,expandable_segments=false"};
+  static const char *const configs[] = {NULL, "expandable_segments=false", "fast_reuse=false",
+                                        "fast_reuse=false,expandable_segments=false"};
   const size_t n = 256 * KIB;
   size_t c;
   (void)state;
@@ -362,8 +362,8 @@ static void *worker(void *user_data) {
 }
 
 static void concurrent_streams(void **state) {
-  static const char *const configs[] = {NULL, "expandable_segments=false", "fast_reuse=true",
-                                        "fast_reuse=true,expandable_segments=false"};
+  static const char *const configs[] = {NULL, "expandable_segments=false", "fast_reuse=false",
+                                        "fast_reuse=false,expandable_segments=false"};
   size_t c;
   (void)state;
   for (c = 0; c < 4; ++c) {
@@ -455,8 +455,8 @@ static void *release_thread(void *arg) {
 }
 
 static void release_waits_for_queued_work(void **state) {
-  static const char *const configs[] = {NULL, "expandable_segments=false", "fast_reuse=true",
-                                        "fast_reuse=true,expandable_segments=false"};
+  static const char *const configs[] = {NULL, "expandable_segments=false", "fast_reuse=false",
+                                        "fast_reuse=false,expandable_segments=false"};
   const size_t n = 3 * MIB;
   size_t c;
   int destroying;
@@ -509,8 +509,8 @@ static void release_waits_for_queued_work(void **state) {
 /* The cache of a destroyed stream's pool can serve no one: it goes back to
    the place at the next allocation on another stream, not only at trim. */
 static void destroyed_streams_give_their_cache_back(void **state) {
-  static const char *const configs[] = {NULL, "expandable_segments=false", "fast_reuse=true",
-                                        "fast_reuse=true,expandable_segments=false"};
+  static const char *const configs[] = {NULL, "expandable_segments=false", "fast_reuse=false",
+                                        "fast_reuse=false,expandable_segments=false"};
   const size_t n = 12 * MIB; /* over 10 MiB: a carved segment of its own size */
   size_t c;
   (void)state;
@@ -614,7 +614,7 @@ static void record_stream_foreign_place_stream(void **state) {
  * after free under ASan): the allocator keeps what it needs of the stream,
  * and the free, the reuse and the destroy all work. */
 static void stream_destroyed_before_the_free(void **state) {
-  static const char *const configs[] = {NULL, "fast_reuse=true", "expandable_segments=false"};
+  static const char *const configs[] = {NULL, "fast_reuse=false", "expandable_segments=false"};
   size_t c;
   (void)state;
   for (c = 0; c < 3; ++c) {
@@ -676,7 +676,7 @@ static void *waiting_call_thread(void *arg) {
 }
 
 static void host_fn_allocates_while_another_call_waits(void **state) {
-  static const char *const configs[] = {NULL, "expandable_segments=false", "fast_reuse=true"};
+  static const char *const configs[] = {NULL, "expandable_segments=false", "fast_reuse=false"};
   size_t c;
   int retry;
   (void)state;

@@ -274,7 +274,7 @@ static void caching_over_buddy(void **state) {
     config = config_of(a);
     assert_true(has_item(config, "upstream=buddy"));
     assert_true(has_item(config, "upstream.chunk_size=4MiB"));
-    assert_true(has_item(config, "fast_reuse=false"));
+    assert_true(has_item(config, "fast_reuse=true"));
     for (i = 0; i < 5; ++i) {
       assert_ok(dao_allocator_alloc(a, sizes[i], NULL, &ptrs[i]));
       assert_true(dao_test_is_aligned(ptrs[i], 256));

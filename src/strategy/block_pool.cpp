@@ -254,6 +254,7 @@ void block_pool::merge_recent(std::uint32_t pool_index) noexcept {
         block& b = blocks_[i];
         head = b.bin_next;
         b.st = state::free;
+        recent_bytes_ -= b.size;
         live_.take(b.addr);
         merge_free(i);
       }

@@ -120,6 +120,7 @@ class block_pool {
     pool& p = pools_[b.pool];
     const int c = recent_class(b.size);
     b.st = state::recent;
+    recent_bytes_ += b.size;
     b.bin_next = p.recent[c];
     p.recent[c] = index;
     p.recent_bits[c / 64] |= std::uint64_t(1) << (c % 64);
@@ -149,8 +150,10 @@ class block_pool {
     p.recent[c] = b.bin_next;
     p.recent_bits[c / 64] &= ~(static_cast<std::uint64_t>(b.bin_next == kNone) << (c % 64));
     b.bin_next = kNone;
+    recent_bytes_ -= b.size;
     return i;
   }
+  std::size_t recent_bytes() const noexcept { return recent_bytes_; }
   bool has_recent(std::uint32_t pool_index) const noexcept {
     std::uint64_t any = 0;
     for (std::uint64_t bits : pools_[pool_index].recent_bits) any |= bits;
@@ -247,7 +250,8 @@ class block_pool {
   std::size_t max_split_size_;
   unsigned roundup_power2_divisions_;
   bool fast_reuse_;
-  bool host_memory_;  // the upstream's memory is host-accessible, for poisoning
+  std::size_t recent_bytes_ = 0;  // in the recent lists
+  bool host_memory_;              // the upstream's memory is host-accessible, for poisoning
   caching_stats& stats_;
   std::vector<block> blocks_;
   std::vector<std::uint32_t> spare_records_;

@@ -315,8 +315,8 @@ void caching_strategy::deallocate(void* p) {
     b.event_count = static_cast<std::uint16_t>(queued);
     return;
   }
-  if (options_.fast_reuse && !stats_.active_tracked()) {  // free_block()'s fast case, inline
-    blocks_.push_recent(index);
+  if (options_.fast_reuse && !stats_.active_tracked() && recent_room(b.size)) {
+    blocks_.push_recent(index);  // free_block()'s fast case, inline
     return;
   }
   if (!free_block(index) && options_.no_caching) release_if_whole(lock, index);
@@ -379,8 +379,11 @@ bool caching_strategy::free_block(std::uint32_t index) noexcept {
   const block& b = blocks_[index];
   stats_.on_inactive(b.size <= kSmallSize, b.size);
   if (options_.fast_reuse) {
-    blocks_.push_recent(index);
-    return false;
+    if (recent_room(b.size)) {
+      blocks_.push_recent(index);
+      return false;
+    }
+    blocks_.live().take(b.addr);  // merged at once: no longer in the map
   }
   blocks_.free_and_merge(index);
   if (options_.no_caching) {

@@ -93,6 +93,17 @@ class caching_strategy final : public strategy {
   void wait_unlocked(std::unique_lock<fast_mutex>& lock) noexcept;
   void release_if_whole(std::unique_lock<fast_mutex>& lock, std::uint32_t index) noexcept;
   bool free_block(std::uint32_t index) noexcept;
+  // Fast reuse: whether a freed block of `size` bytes may wait unmerged in
+  // the recent lists. They hold at most the headroom's share of the memory
+  // in use (reserve_headroom, as widened under churn; no bound with none):
+  // beyond, their memory, free but in no bin, would make the allocator map
+  // more than the headroom allows, and give it back again, at every turn.
+  bool recent_room(std::size_t size) const noexcept {
+    const double headroom = segments_.headroom();
+    return headroom < 0 ||
+           static_cast<double>(blocks_.recent_bytes() + size) <=
+               headroom * static_cast<double>(stats_.total(DAO_STAT_ALLOCATED_BYTES));
+  }
   std::size_t record_uses(std::uint32_t index);
   __attribute__((noinline)) void process_events(bool wait);
   out_of_memory oom(std::size_t bytes, const char* why) const;

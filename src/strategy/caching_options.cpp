@@ -86,10 +86,6 @@ caching_options caching_options::from_config(config& cfg, const memory_source& u
   if (const char* env = std::getenv("DAO_NO_CACHING"); env != nullptr && std::strcmp(env, "1") == 0)
     o.no_caching = true;
   if (o.no_caching) o.expandable_segments = o.fast_reuse = false;
-  // Fast reuse is for speed: pages given back to keep within the headroom
-  // fault in again when reused, which costs more than fast reuse saves
-  // (bench_alloc: 95-110 against 61-64 ns per pair). Unless asked for, none.
-  if (o.fast_reuse && !headroom) o.reserve_headroom = -1;
   return o;
 }
 

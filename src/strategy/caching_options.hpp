@@ -32,8 +32,10 @@ struct caching_options {
   std::size_t map_chunk = 0;                // expandable, on a card: the largest physical
                                             // allocation one mapping makes; 0: auto
   bool no_caching = false;                  // DAO_NO_CACHING=1: every free goes back
-  bool fast_reuse = false;                  // freed blocks wait unmerged in size-class
-                                            // lists, merged before memory would grow
+  bool fast_reuse = true;                   // freed blocks wait unmerged in size-class
+                                            // lists (up to the headroom's share of
+                                            // the memory in use), merged before
+                                            // memory would grow
 
   // `upstream` is asked only for its capacity (a threshold needs a limit).
   // Unknown keys were refused before (the strategy registry lists them).

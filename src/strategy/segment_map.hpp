@@ -121,6 +121,8 @@ class segment_map {
   // Cached pages were given back to keep within the budget: when that comes
   // often, the headroom widens.
   void note_churn() noexcept;
+  // reserve_headroom in effect (widened under churn); negative: none.
+  double headroom() const noexcept { return headroom_; }
   // Maps the gaps of `m`, all or nothing: on a card in physical allocations
   // of at most chunk_limit() each. Throws out_of_memory past the limit.
   void map(std::uint32_t index, const mapping& m);
