@@ -85,9 +85,9 @@ static void usage(FILE *out, const char *prog) {
           "              reserve_headroom=none), default: the built-in defaults\n"
           "  --only LIST run only these rows, comma-separated keys:\n"
           "              glibc, jemalloc, mimalloc, dao-buddy, dao-default, dao-sim,\n"
-          "              dao-caching, dao-caching-sim, dao-caching-fast; and, only when\n"
-          "              named here: dao-caching-fast-sim, and on cuda:0 (blocks not\n"
-          "              written) dao-caching-cuda, dao-caching-fast-cuda, dao-buddy-cuda\n"
+          "              dao-caching, dao-caching-sim, dao-caching-exact; and, only when\n"
+          "              named here: dao-caching-exact-sim, and on cuda:0 (blocks not\n"
+          "              written) dao-caching-cuda, dao-caching-exact-cuda, dao-buddy-cuda\n"
           "  --help      this text\n"
           "\n"
           "Exit status: 0 ok (timings never fail a run), 1 an allocator failed, 2 bad flags.\n",
@@ -96,9 +96,9 @@ static void usage(FILE *out, const char *prog) {
 
 static const char *const kRowKeys[] = {
     "glibc", "jemalloc", "mimalloc", "dao-buddy", "dao-default", "dao-sim", "dao-caching",
-    "dao-caching-sim", "dao-caching-fast",
+    "dao-caching-sim", "dao-caching-exact",
     /* Only with --only: */
-    "dao-caching-fast-sim", "dao-caching-cuda", "dao-caching-fast-cuda", "dao-buddy-cuda"};
+    "dao-caching-exact-sim", "dao-caching-cuda", "dao-caching-exact-cuda", "dao-buddy-cuda"};
 #define ROW_COUNT (sizeof kRowKeys / sizeof kRowKeys[0])
 /* Rows from this index on run only when --only names them. */
 #define FIRST_ONLY_ROW 9
@@ -170,8 +170,8 @@ static void parse_options(int argc, char **argv, options *o) {
         if (!key_known(s, len)) {
           bad_flag(prog,
                    "--only: unknown row '%.*s' (known: glibc, jemalloc, mimalloc, dao-buddy, "
-                   "dao-default, dao-sim, dao-caching, dao-caching-sim, dao-caching-fast, "
-                   "dao-caching-fast-sim, dao-caching-cuda, dao-caching-fast-cuda, "
+                   "dao-default, dao-sim, dao-caching, dao-caching-sim, dao-caching-exact, "
+                   "dao-caching-exact-sim, dao-caching-cuda, dao-caching-exact-cuda, "
                    "dao-buddy-cuda)",
                    (int)len, s);
         }
@@ -837,7 +837,7 @@ int main(int argc, char **argv) {
 
   /* The SIM device must hold the workload with room for buddy rounding. */
   size_t sim_capacity = SIM_MIN_CAPACITY;
-  const size_t sim_share = row_selected(&o, "dao-caching-fast-sim") ? 6 : 4; /* a third SIM row */
+  const size_t sim_share = row_selected(&o, "dao-caching-exact-sim") ? 6 : 4; /* a third SIM row */
   while (sim_capacity / sim_share < w.peak_requested && sim_capacity < ((size_t)1 << 50))
     sim_capacity *= 2;
 
@@ -851,10 +851,10 @@ int main(int argc, char **argv) {
                                                 "libdao buddy (sim)",
                                                 "libdao caching (cpu)",
                                                 "libdao caching (sim)",
-                                                "libdao caching fast (cpu)",
-                                                "libdao caching fast (sim)",
+                                                "libdao caching exact (cpu)",
+                                                "libdao caching exact (sim)",
                                                 "libdao caching (cuda)",
-                                                "libdao caching fast (cuda)",
+                                                "libdao caching exact (cuda)",
                                                 "libdao buddy (cuda)"};
   for (size_t i = 0; i < ROW_COUNT; ++i) {
     rows[i].key = kRowKeys[i];
@@ -877,11 +877,11 @@ int main(int argc, char **argv) {
   if (row_selected(&o, "dao-default")) prepare_dao_default(&rows[4], o.reps);
   if (row_selected(&o, "dao-caching"))
     prepare_dao_object(&rows[6], dao_place_cpu(), "caching", o.caching_config, "cpu", o.reps);
-  /* The caching strategy's size-class front end (fast_reuse=true). */
-  if (row_selected(&o, "dao-caching-fast"))
-    prepare_dao_object(&rows[8], dao_place_cpu(), "caching", "fast_reuse=true", "cpu", o.reps);
+  /* The caching strategy without fast reuse: the exact best-fit path. */
+  if (row_selected(&o, "dao-caching-exact"))
+    prepare_dao_object(&rows[8], dao_place_cpu(), "caching", "fast_reuse=false", "cpu", o.reps);
   /* The SIM rows share one device, big enough for all at once. */
-  static const char *const sim_keys[] = {"dao-sim", "dao-caching-sim", "dao-caching-fast-sim"};
+  static const char *const sim_keys[] = {"dao-sim", "dao-caching-sim", "dao-caching-exact-sim"};
   static const char *const sim_strategies[] = {"buddy", "caching", "caching"};
   static const size_t sim_rows[] = {5, 7, 9};
   int sim_configured = 0;
@@ -900,14 +900,14 @@ int main(int argc, char **argv) {
     snprintf(where, sizeof where, "sim:0 of %s", format_bytes((double)sim_capacity, b1, sizeof b1));
     prepare_dao_object(r, dao_place_sim(0), sim_strategies[k],
                        k == 1   ? o.caching_config
-                       : k == 2 ? "fast_reuse=true"
+                       : k == 2 ? "fast_reuse=false"
                                 : NULL,
                        where, o.reps);
     r->sim_device = 0;
   }
   /* The device rows, on cuda:0: the same strategies as the cpu rows, the
      blocks not written (device memory). */
-  static const char *const cuda_keys[] = {"dao-caching-cuda", "dao-caching-fast-cuda",
+  static const char *const cuda_keys[] = {"dao-caching-cuda", "dao-caching-exact-cuda",
                                           "dao-buddy-cuda"};
   static const char *const cuda_strategies[] = {"caching", "caching", "buddy"};
   for (size_t k = 0; k < 3; ++k) {
@@ -928,7 +928,7 @@ int main(int argc, char **argv) {
     }
     prepare_dao_object(r, dao_place_cuda(0), cuda_strategies[k],
                        k == 0   ? o.caching_config
-                       : k == 1 ? "fast_reuse=true"
+                       : k == 1 ? "fast_reuse=false"
                                 : NULL,
                        "cuda:0", o.reps);
   }

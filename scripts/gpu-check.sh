@@ -10,7 +10,7 @@
 #   2. the tests that touch the machine's driver, run as binaries (ctest may
 #      be absent): test_cuda_backend driver, test_conformance, test_allocator,
 #      test_memory defaults, test_recycle, test_place;
-#   3. bench_alloc --only dao-caching-cuda,dao-caching-fast-cuda,dao-buddy-cuda
+#   3. bench_alloc --only dao-caching-cuda,dao-caching-exact-cuda,dao-buddy-cuda
 #      on cuda:0, and the same strategies on SIM with DAO_SIM_COSTS=h200;
 #   4. bench_traces --place cuda:0 and --place sim:0 (DAO_SIM_COSTS=h200) on
 #      TRACES_DIR (default: ../shared/traces beside the source tree), traces
@@ -153,10 +153,10 @@ if [ $quick = 1 ]; then alloc_size=(--steps 2000 --slots 100 --reps 1); else
   alloc_size=(--steps 100000 --reps 3)
 fi
 ba=$bdir/bench/bench_alloc
-run bench_alloc-cuda "$ba" "${alloc_size[@]}" --only dao-caching-cuda,dao-caching-fast-cuda,dao-buddy-cuda
+run bench_alloc-cuda "$ba" "${alloc_size[@]}" --only dao-caching-cuda,dao-caching-exact-cuda,dao-buddy-cuda
 rc_card=$?
 card_alloc=$step_out
-DAO_SIM_COSTS=h200 run bench_alloc-sim "$ba" "${alloc_size[@]}" --only dao-caching-sim,dao-caching-fast-sim,dao-sim
+DAO_SIM_COSTS=h200 run bench_alloc-sim "$ba" "${alloc_size[@]}" --only dao-caching-sim,dao-caching-exact-sim,dao-sim
 rc_sim=$?
 sim_alloc=$step_out
 [ $rc_card = 0 ] && [ $rc_sim = 0 ] || failed=1
@@ -174,7 +174,7 @@ alloc_figure() { # OUTPUT LABEL
     END { if (ns == "") ns = "-"; printf "%s|%s", ns, (d == "" ? "-" : d) }'
 }
 for pair in "caching:libdao caching (cuda):libdao caching (sim)" \
-  "caching fast_reuse:libdao caching fast (cuda):libdao caching fast (sim)" \
+  "caching fast_reuse=false:libdao caching exact (cuda):libdao caching exact (sim)" \
   "buddy:libdao buddy (cuda):libdao buddy (sim)"; do
   IFS=: read -r what card_label sim_label <<<"$pair"
   IFS='|' read -r card_ns _ <<<"$(alloc_figure "$card_alloc" "$card_label")"

@@ -144,8 +144,7 @@ static const char *const common_values[] = {
     /* malformed spellings */
     "0x10", "0x1p3", "0x", "1.5", "0.5", ".5", "5.", ".", "1..5", "1e", "1e+", "12abc", "1 2",
     "--1", "-+1", "1-", "\xef\xbc\x91", "0b101", "1_000", "1'000",
-    "\xc2\xa0"
-    "1",
+    "\302\2401", /* a no-break space before 1 (octal: a hex escape would run on) */
     "1\x01"};
 #define COMMON_VALUES (sizeof common_values / sizeof common_values[0])
 
