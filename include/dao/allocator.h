@@ -47,14 +47,15 @@
  *   - `reserve_slack` (default none): with expandable segments, give cached
  *     pages back before reserved memory grows past the memory in use by more
  *     than this fraction (a lower peak for more system calls).
- *   - `fast_reuse` (default false): a freed block waits, unmerged, in a list
+ *   - `fast_reuse` (default true): a freed block waits, unmerged, in a list
  *     of its size class (16 per power of two), and the next request of that
  *     class, or of up to three classes smaller, takes it back as it is (so a
  *     block may be up to a quarter larger than the rounded request; usable
- *     size and statistics say so). Merging waits until the allocator would
- *     take new memory, and until a trim, snapshot or inactive-split
- *     statistic. Faster frees and allocations for more memory held; with
- *     it, `reserve_headroom` defaults to none.
+ *     size and statistics say so). The waiting blocks hold at most
+ *     `reserve_headroom` times the allocated memory (no bound with none);
+ *     beyond, a free merges at once. Merging waits until the allocator
+ *     would take new memory, and until a trim, snapshot or inactive-split
+ *     statistic. `false`: every free merges at once (exact best fit).
  *   The environment variable `DAO_NO_CACHING=1` turns caching off (every
  *   free gives the memory back) for debugging with memory checkers.
  * - `"system"`: no pooling; every allocation goes to the system resource.
