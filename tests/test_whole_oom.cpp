@@ -3,7 +3,7 @@
 // with a message that names the failing rank, release what the others made,
 // and never leave them waiting. For each type and every k, rank 1 of an
 // in-process communicator has its k-th C++ allocation inside
-// dao_whole_create fail (new_fault_b.hpp); then inside dao_whole_destroy,
+// dao_whole_create fail (new_fault.hpp, arm_thread); then inside dao_whole_destroy,
 // which must not fail at all. A watchdog turns a hang into a failure.
 #include <atomic>
 #include <chrono>
@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "dao.h"
-#include "new_fault_b.hpp"
+#include "new_fault.hpp"
 
 namespace {
 
@@ -92,14 +92,14 @@ bool run_once(dao_comm** comms, dao_whole_type type, long k, bool in_destroy) {
     d.entry_size = 4096;
     d.total_size = 4096 * 48;
     dao_whole* w = nullptr;
-    if (r == kFailing && !in_destroy) dao_test_b::new_fault_arm(k);
+    if (r == kFailing && !in_destroy) dao_test::new_fault::arm_thread(k);
     res.create = dao_whole_create(comms[r], &d, &w);
-    if (r == kFailing && !in_destroy) res.fired = dao_test_b::new_fault_disarm();
+    if (r == kFailing && !in_destroy) res.fired = dao_test::new_fault::disarm_thread();
     if (res.create != DAO_OK) res.message = dao_last_error();
     if (w == nullptr) return;
-    if (r == kFailing && in_destroy) dao_test_b::new_fault_arm(k);
+    if (r == kFailing && in_destroy) dao_test::new_fault::arm_thread(k);
     res.destroy = dao_whole_destroy(w);
-    if (r == kFailing && in_destroy) res.fired = dao_test_b::new_fault_disarm();
+    if (r == kFailing && in_destroy) res.fired = dao_test::new_fault::disarm_thread();
     if (res.destroy != DAO_OK) res.message = dao_last_error();
   });
   for (int r = 0; r < kRanks; ++r) {
