@@ -55,8 +55,8 @@ buddy_options buddy_options::from_config(config& cfg, const memory_source& upstr
   // chunk until the address space ran out (issue 20: initial_pool=2^63 hung
   // for minutes). Refuse it at once.
   if (total != 0 && o.initial_pool > total) {
-    throw out_of_memory(strprintf("%s: initial_pool (%s) is larger than the memory of %s (%s)",
-                                  ctx, format_bytes(o.initial_pool).c_str(),
+    throw out_of_memory(strprintf("%s: initial_pool (%s) is larger than the memory of %s (%s)", ctx,
+                                  format_bytes(o.initial_pool).c_str(),
                                   place_to_string(upstream.place()).c_str(),
                                   format_bytes(total).c_str()));
   }
