@@ -82,7 +82,8 @@ class caching_strategy final : public strategy {
                      std::uint32_t target);
   // Never waits: holes of pools whose streams are busy are left alone.
   std::size_t release_holes(std::size_t bytes, std::uint32_t keep, std::uintptr_t keep_from);
-  std::size_t release_cached(bool wait, bool dead_streams_only = false);
+  // Never waits either: pools whose streams are busy keep their cache.
+  std::size_t release_cached(bool dead_streams_only = false);
   void release_segment(std::uint32_t segment_index) noexcept;
   void collect_garbage(std::uint32_t keep);
 
