@@ -441,6 +441,12 @@ std::size_t caching_strategy::trim() {
   return release_cached();
 }
 
+// The destructor waits for every pool's stream and every deferred free.
+bool caching_strategy::destroy_waits_for(const void* stream) const {
+  std::lock_guard<fast_mutex> lock(mutex_);
+  return streams_.waits_for(stream);
+}
+
 out_of_memory caching_strategy::oom(std::size_t bytes, const char* why) const {
   const memory_info info = segments_.info();
   return stats_.oom(bytes, why, place_to_string(segments_.place()), info, segments_.limit(),

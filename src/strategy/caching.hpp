@@ -47,6 +47,7 @@ class caching_strategy final : public strategy {
   bool stat(int metric, int pool, dao_stat& out) const override;
   void record_stream(void* p, const stream_object* stream) override;
   std::unique_ptr<snapshot_data> snapshot() const override;
+  bool destroy_waits_for(const void* stream) const override;
   const char* name() const noexcept override { return "caching"; }
   std::string effective_config() const override;
 

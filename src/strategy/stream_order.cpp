@@ -104,6 +104,17 @@ stream_order::wait_list stream_order::waits_of(std::uint32_t pool_index) const n
   return w;
 }
 
+bool stream_order::waits_for(const void* stream) const noexcept {
+  for (const pool_stream& p : pools_) {
+    if (p.stream == nullptr) continue;
+    const std::shared_ptr<stream_impl> impl = p.stream_ref.lock();
+    if (impl != nullptr && impl.get() == stream) return true;
+  }
+  for (const pending_free& f : pending_)
+    if (f.recorded_on == stream) return true;
+  return false;
+}
+
 void stream_order::wait_list::wait() const noexcept {
   for (const std::shared_ptr<stream_impl>& s : streams) {
     try {
@@ -161,6 +172,7 @@ std::size_t stream_order::defer_free(std::uint32_t index) noexcept {
   if (found == uses_.end()) return 0;
   std::list<pending_free>& uses = found->second;
   for (pending_free& u : uses) {
+    u.recorded_on = u.stream.get();
     try {
       u.stream->record(*u.event);
       u.by_stream = false;

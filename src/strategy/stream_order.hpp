@@ -78,6 +78,10 @@ class stream_order {
   // fits in the lists).
   wait_list waits() const noexcept;
   wait_list waits_of(std::uint32_t pool_index) const noexcept;
+  // Whether waits() would wait for the stream whose implementation is
+  // `stream` (compared only): a live pool's stream, or a deferred free's
+  // event recorded on it (or its stream, where the record failed).
+  bool waits_for(const void* stream) const noexcept;
   // Whether the pool's stream has been destroyed.
   bool dead(std::uint32_t pool_index) const noexcept {
     const pool_stream& p = pools_[pool_index];
@@ -148,6 +152,7 @@ class stream_order {
     // deferred free has seen it run dry (by_stream).
     std::shared_ptr<stream_impl> stream;
     bool by_stream = false;
+    const void* recorded_on = nullptr;  // the stream of the event (compared only)
   };
 
   std::vector<pool_stream> pools_;  // by pool index
