@@ -13,9 +13,17 @@ std::atomic<std::uint64_t> g_fail_at{0};  // 0: disarmed
 std::atomic<std::uint64_t> g_injected{0};
 std::atomic<std::int64_t> g_live{0};
 
+thread_local long t_countdown = 0;  // arm_thread(): 0 disarmed
+thread_local bool t_fired = false;
+
 // Counts the call; true when it is the one armed to fail (disarms).
 bool must_fail() noexcept {
   const std::uint64_t n = g_calls.fetch_add(1, std::memory_order_relaxed) + 1;
+  if (t_countdown != 0 && --t_countdown == 0) {
+    t_fired = true;
+    g_injected.fetch_add(1, std::memory_order_relaxed);
+    return true;
+  }
   std::uint64_t at = g_fail_at.load(std::memory_order_relaxed);
   if (at == 0 || n != at) return false;
   if (!g_fail_at.compare_exchange_strong(at, 0)) return false;  // once
@@ -37,6 +45,14 @@ void* allocate(std::size_t size, std::size_t align) {
   if (p == nullptr) throw std::bad_alloc();
   g_live.fetch_add(1, std::memory_order_relaxed);
   return p;
+}
+
+void* allocate_nothrow(std::size_t size, std::size_t align) noexcept {
+  try {
+    return allocate(size, align);
+  } catch (...) {
+    return nullptr;
+  }
 }
 
 void release(void* p) noexcept {
@@ -65,10 +81,20 @@ std::uint64_t calls() noexcept { return g_calls.load(); }
 std::uint64_t injected() noexcept { return g_injected.load(); }
 std::int64_t live() noexcept { return g_live.load(); }
 
+void arm_thread(long k) noexcept {
+  t_countdown = k > 0 ? k : 0;
+  t_fired = false;
+}
+
+bool disarm_thread() noexcept {
+  t_countdown = 0;
+  return t_fired;
+}
+
 }  // namespace dao_test::new_fault
 
-// The replaceable global allocation functions. new[] and the nothrow forms
-// of the standard library call these.
+// The replaceable global allocation functions. The standard library's
+// containers call these.
 void* operator new(std::size_t size) { return allocate(size, 0); }
 void* operator new[](std::size_t size) { return allocate(size, 0); }
 void* operator new(std::size_t size, std::align_val_t align) {
@@ -78,18 +104,16 @@ void* operator new[](std::size_t size, std::align_val_t align) {
   return allocate(size, static_cast<std::size_t>(align));
 }
 void* operator new(std::size_t size, const std::nothrow_t&) noexcept {
-  try {
-    return allocate(size, 0);
-  } catch (...) {
-    return nullptr;
-  }
+  return allocate_nothrow(size, 0);
 }
 void* operator new[](std::size_t size, const std::nothrow_t&) noexcept {
-  try {
-    return allocate(size, 0);
-  } catch (...) {
-    return nullptr;
-  }
+  return allocate_nothrow(size, 0);
+}
+void* operator new(std::size_t size, std::align_val_t align, const std::nothrow_t&) noexcept {
+  return allocate_nothrow(size, static_cast<std::size_t>(align));
+}
+void* operator new[](std::size_t size, std::align_val_t align, const std::nothrow_t&) noexcept {
+  return allocate_nothrow(size, static_cast<std::size_t>(align));
 }
 void operator delete(void* p) noexcept { release(p); }
 void operator delete[](void* p) noexcept { release(p); }
@@ -101,3 +125,5 @@ void operator delete(void* p, std::size_t, std::align_val_t) noexcept { release(
 void operator delete[](void* p, std::size_t, std::align_val_t) noexcept { release(p); }
 void operator delete(void* p, const std::nothrow_t&) noexcept { release(p); }
 void operator delete[](void* p, const std::nothrow_t&) noexcept { release(p); }
+void operator delete(void* p, std::align_val_t, const std::nothrow_t&) noexcept { release(p); }
+void operator delete[](void* p, std::align_val_t, const std::nothrow_t&) noexcept { release(p); }

@@ -1,14 +1,14 @@
 // A free, a trim and a destroy must not fail for lack of host memory
 // (issue 20): what they need is reserved beforehand, at alloc or
 // record_stream time. For every k, the k-th C++ allocation inside the call
-// throws std::bad_alloc (new_fault_b.hpp); the call must still return
+// throws std::bad_alloc (new_fault.hpp, arm_thread); the call must still return
 // DAO_OK, and the memory must come back (nothing lost, nothing leaked).
 #include <cstdio>
 #include <cstring>
 #include <string>
 
 #include "dao.h"
-#include "new_fault_b.hpp"
+#include "new_fault.hpp"
 
 namespace {
 
@@ -29,9 +29,9 @@ bool ok(dao_status st, const std::string& what) {
 // The call under test, armed at k; returns whether the fault fired.
 template <class Call>
 bool armed(long k, const std::string& what, Call call) {
-  dao_test_b::new_fault_arm(k);
+  dao_test::new_fault::arm_thread(k);
   const dao_status st = call();
-  const bool fired = dao_test_b::new_fault_disarm();
+  const bool fired = dao_test::new_fault::disarm_thread();
   if (st != DAO_OK) {
     fail(what + " at k " + std::to_string(k) + ": " + dao_status_string(st) + ": " +
          dao_last_error());

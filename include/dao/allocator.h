@@ -546,6 +546,12 @@ DAO_API dao_status dao_allocator_snapshot_json(dao_allocator *a, char *buffer, s
  * @retval DAO_ERR_BUSY             Blocks are still live; the message says
  *                                  how many and how many bytes. Nothing
  *                                  was changed.
+ * @retval DAO_ERR_INVALID_STATE    Called from a host function
+ *                                  (dao_launch_host_func()) of a stream that
+ *                                  a "caching" @p a orders memory on: the
+ *                                  destroy would wait for that stream, so
+ *                                  for the function itself. Nothing was
+ *                                  changed; destroy it from another thread.
  * @par Thread safety
  * No other call may use @p a concurrently or afterwards.
  */

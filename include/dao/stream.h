@@ -277,15 +277,18 @@ DAO_API dao_status dao_memcpy_async(void *dst, const void *src, size_t bytes, da
  *   or dao_stream_wait_event(NULL, e) of an event last recorded on S after
  *   the function; dao_tiered_synchronize(), dao_tensor_read() and
  *   dao_tiered_destroy() of a pool whose kernel stream S is;
+ *   dao_allocator_destroy() of a "caching" allocator that orders memory on
+ *   S (blocks allocated on S, or stream-ordered frees recorded on S), which
+ *   would wait for S;
  * - on a CUDA stream, where the driver allows no driver call, every wait:
  *   dao_stream_synchronize() and dao_stream_destroy() of any CUDA stream and
  *   dao_event_synchronize() of any CUDA event. Calls that reach the driver
  *   otherwise (copies, records, allocations on CUDA places) work with the
  *   test driver but may fail with ::DAO_ERR_BACKEND on a real one;
  * - not detected (the caller must avoid it): waiting for S through another
- *   stream (a stream that waits on an event recorded on S after the
- *   function), and dao_allocator_destroy() of a "caching" allocator with
- *   stream-ordered frees pending on S.
+ *   stream: dao_stream_synchronize() of a stream that waits on an event
+ *   recorded on S after the function (telling would mean following every
+ *   chain of waits between streams at each synchronize).
  * @param[in] stream The stream; NULL runs @p fn before returning.
  * @param[in] fn     The function; must not be NULL.
  * @param[in] user_data Passed to @p fn; owned by the caller.

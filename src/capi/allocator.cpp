@@ -4,6 +4,7 @@
 #include "capi/guard.hpp"
 #include "capi/handles.hpp"
 #include "capi/sized_struct.hpp"
+#include "core/callback_scope.hpp"
 #include "resource/stream.hpp"
 #include "resource/system_resource.hpp"
 #include "strategy/place_defaults.hpp"
@@ -129,6 +130,18 @@ extern "C" dao_status dao_allocator_destroy(dao_allocator* a) {
           "dao_allocator_destroy: the default allocator of %s belongs to libdao and cannot be "
           "destroyed",
           place_to_string(h.impl->upstream().place()).c_str()));
+    }
+    // From a host function of stream S, a destroy that waits for S (a
+    // "caching" allocator with memory ordered on S) would wait for the
+    // function itself (issue 20, reentrancy).
+    if (const callback_scope* fn = callback_scope::find(callback_scope::kind::host_function);
+        fn != nullptr && h.impl->destroy_waits_for(fn->owner())) {
+      throw invalid_state(strprintf(
+          "dao_allocator_destroy: called from a host function (dao_launch_host_func) running on a "
+          "stream this %s allocator on %s orders memory on (stream-ordered frees or blocks "
+          "cached for that stream); destroying it waits for that stream, which cannot run past "
+          "the function: call it from another thread (nothing was destroyed)",
+          h.impl->name(), place_to_string(h.impl->upstream().place()).c_str()));
     }
     allocator_counters c = h.impl->counters();
     if (c.live_blocks != 0) {

@@ -106,8 +106,10 @@ extern "C" dao_status dao_comm_create_transport(const dao_comm_transport* transp
     check_struct_size(transport->struct_size, sizeof(dao_comm_transport), fn, "transport");
     std::unique_ptr<whole::transport> t;
     try {
-      t = whole::adopt_transport(*transport);
+      t = whole::adopt_transport(*transport, fn);
     } catch (const error& e) {
+      // An agreed failure (out of memory on some rank) names the call already.
+      if (std::strncmp(e.what(), fn, std::strlen(fn)) == 0) throw;
       throw error(e.status(), strprintf("%s: %s", fn, e.what()));
     }
     // A NULL out is this rank's failure, and so is no memory for the

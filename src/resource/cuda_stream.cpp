@@ -132,6 +132,7 @@ class cuda_stream final : public stream_impl {
 
   void record(event_impl& event) override {
     CUevent e = as_cuda_event(event, "record");
+    faults::maybe_fail(faults::record, "cuda stream: record");
     pushed_context scope(driver_, ctx_, name_);
     check(driver_, driver_.api().event_record(e, stream_), name_, "cuEventRecord");
   }

@@ -63,6 +63,7 @@ const char* site_name(site s) noexcept {
     case alloc: return "alloc";
     case map: return "map";
     case copy: return "copy";
+    case record: return "record";
     default: return "?";
   }
 }

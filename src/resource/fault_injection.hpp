@@ -3,9 +3,10 @@
 // message, leaks nothing, corrupts nothing, and that libdao keeps working
 // once memory is available again.
 //
-// Three sites: `alloc` (a system allocation: allocate()), `map` (mapping
-// memory into reserved addresses: map()) and `copy` (enqueueing a copy on a
-// stream). Each can fail its n-th call from now, or every call with a
+// Four sites: `alloc` (a system allocation: allocate()), `map` (mapping
+// memory into reserved addresses: map()), `copy` (enqueueing a copy on a
+// stream) and `record` (recording an event on a stream: SIM's queue out of
+// memory, or cuEventRecord failing). Each can fail its n-th call from now, or every call with a
 // probability. Armed from the environment (DAO_FAULT_INJECT, read once, see
 // docs/reliability.md) or by tests through the functions below. When nothing
 // is armed a call costs two relaxed atomic operations; the sites are slow
@@ -17,13 +18,13 @@
 
 namespace dao::detail::faults {
 
-enum site : int { alloc = 0, map = 1, copy = 2, site_count = 3 };
+enum site : int { alloc = 0, map = 1, copy = 2, record = 3, site_count = 4 };
 
 // Whether this call of `s` must fail (counts the call). Thread-safe.
 bool inject(site s) noexcept;
 
-// Throws what a real failure at `s` throws: out_of_memory for alloc and map,
-// backend_error for copy. `where` starts the message ("sim:0: map").
+// Throws what a real failure at `s` throws: out_of_memory for alloc, map and
+// record (a SIM stream's queue), backend_error for copy. `where` starts the message ("sim:0: map").
 [[noreturn]] void raise_fault(site s, const std::string& where);
 
 // raise_fault() when this call of `s` must fail.

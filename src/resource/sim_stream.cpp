@@ -159,6 +159,7 @@ class sim_stream final : public stream_impl {
 
   void record(event_impl& event) override {
     std::shared_ptr<event_state> state = as_sim_event(event, "record").state();
+    faults::maybe_fail(faults::record, "sim stream: record");
     task t;
     t.what = task::kind::marker;
     t.event = state;

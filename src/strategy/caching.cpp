@@ -45,7 +45,7 @@ std::uint32_t caching_strategy::find_pool(stream_handle stream, bool small) {
   // A stream was destroyed since the last look: give the cache of dead
   // streams' pools back now rather than at the next trim or out-of-memory
   // retry.
-  if (streams_.switch_to(stream)) release_cached(false, true);
+  if (streams_.switch_to(stream)) release_cached(true);
   std::uint32_t pi = streams_.lookup(stream, small);
   if (pi == kNone) {
     // Room for the new pool's entry in release_cached()'s scratch, which a
@@ -88,13 +88,13 @@ std::size_t caching_strategy::release_holes(std::size_t bytes, std::uint32_t kee
   // (Other pools have other segments.)
   blocks_.merge_all_recent(keep != kNone ? blocks_[keep].pool : kNone);
   std::vector<std::uint32_t> holes;
-  std::vector<std::int8_t> quiet(blocks_.pool_count(), -1);  // settled(pool, false), asked once
+  std::vector<std::int8_t> quiet(blocks_.pool_count(), -1);  // settled(pool), asked once
   const std::size_t granularity = segments_.granularity();
   for (std::uint32_t si = 0; si < segments_.count(); ++si) {
     const segment_map::segment& seg = segments_[si];
     if (!seg.live || !seg.expandable) continue;
     std::int8_t& q = quiet[seg.pool];
-    if (q < 0) q = streams_.settled(seg.pool, false) ? 1 : 0;
+    if (q < 0) q = streams_.settled(seg.pool) ? 1 : 0;
     if (q == 0) continue;
     for (std::uint32_t i = blocks_.first_of(si); i != kNone; i = blocks_[i].next)
       if (i != keep && blocks_[i].st == state::free && blocks_[i].size >= granularity)
@@ -160,13 +160,14 @@ void caching_strategy::release_segment(std::uint32_t segment_index) noexcept {
 }
 
 // Gives back every wholly free segment and, in expandable segments, every
-// granule that no block uses, of the pools whose streams have run their work
-// (wait: waiting for them; PyTorch's empty_cache synchronizes too). Returns
-// the bytes released.
-std::size_t caching_strategy::release_cached(bool wait, bool dead_streams_only) {
+// granule that no block uses, of the pools whose streams have run their work.
+// Never waits (the lock is held): callers that must wait, as PyTorch's
+// empty_cache does, wait first without it (wait_unlocked()). Returns the
+// bytes released.
+std::size_t caching_strategy::release_cached(bool dead_streams_only) {
   blocks_.merge_all_recent();
   std::size_t released = 0;
-  // settled(pool, wait), asked once; capacity reserved as pools are added,
+  // settled(pool), asked once; capacity reserved as pools are added,
   // so that a trim allocates nothing here.
   std::vector<std::int8_t>& quiet = quiet_;
   quiet.assign(blocks_.pool_count(), -1);
@@ -176,7 +177,7 @@ std::size_t caching_strategy::release_cached(bool wait, bool dead_streams_only) 
     std::int8_t& q = quiet[seg.pool];
     if (q < 0) {
       const bool dead = streams_.dead(seg.pool);
-      q = (dead || !dead_streams_only) && streams_.settled(seg.pool, wait) ? 1 : 0;
+      q = (dead || !dead_streams_only) && streams_.settled(seg.pool) ? 1 : 0;
     }
     if (q == 0) continue;
     const std::uint32_t first = blocks_.first_of(si);
@@ -208,7 +209,7 @@ void caching_strategy::collect_garbage(std::uint32_t keep) {
   auto reserved = static_cast<double>(stats_.total(DAO_STAT_RESERVED_BYTES));
   if (reserved <= options_.garbage_collection_threshold * static_cast<double>(cap)) return;
   if (segments_.expandable()) release_holes(SIZE_MAX, keep, UINTPTR_MAX);
-  else release_cached(false);
+  else release_cached();
 }
 
 // --------------------------------------------------------- the hot path
@@ -246,7 +247,7 @@ std::uint32_t caching_strategy::obtain_block(std::unique_lock<fast_mutex>& lock,
   wait_unlocked(lock);
   reserve_bookkeeping();
   process_events(false);
-  release_cached(false);
+  release_cached();
   segments_.set_exact_mapping(true);
   i = attempt();
   segments_.set_exact_mapping(false);
@@ -332,7 +333,7 @@ void caching_strategy::release_if_whole(std::unique_lock<fast_mutex>& lock,
   if (b.prev != kNone || b.next != kNone || b.st != state::free) return;
   const std::uint32_t si = b.segment, pool = b.pool;
   const std::uintptr_t base = segments_[si].base;
-  if (!streams_.settled(pool, false)) {
+  if (!streams_.settled(pool)) {
     const stream_order::wait_list w = streams_.waits_of(pool);
     lock.unlock();
     w.wait();
@@ -340,7 +341,7 @@ void caching_strategy::release_if_whole(std::unique_lock<fast_mutex>& lock,
     const std::uint32_t first =
         segments_[si].live && segments_[si].base == base ? blocks_.first_of(si) : kNone;
     if (first == kNone || blocks_[first].next != kNone || blocks_[first].st != state::free ||
-        !streams_.settled(pool, false))
+        !streams_.settled(pool))
       return;
   }
   release_segment(si);
@@ -389,7 +390,7 @@ bool caching_strategy::free_block(std::uint32_t index) noexcept {
   if (options_.no_caching) {
     // Without waiting (the lock is held): deallocate() waits, unlocked.
     const block& whole = blocks_[index];
-    if (whole.prev == kNone && whole.next == kNone && streams_.settled(whole.pool, false)) {
+    if (whole.prev == kNone && whole.next == kNone && streams_.settled(whole.pool)) {
       release_segment(whole.segment);
       return true;
     }
@@ -440,7 +441,13 @@ std::size_t caching_strategy::trim() {
   std::unique_lock<fast_mutex> lock(mutex_);
   wait_unlocked(lock);
   process_events(false);
-  return release_cached(false);
+  return release_cached();
+}
+
+// The destructor waits for every pool's stream and every deferred free.
+bool caching_strategy::destroy_waits_for(const void* stream) const {
+  std::lock_guard<fast_mutex> lock(mutex_);
+  return streams_.waits_for(stream);
 }
 
 out_of_memory caching_strategy::oom(std::size_t bytes, const char* why) const {

@@ -47,6 +47,7 @@ class caching_strategy final : public strategy {
   bool stat(int metric, int pool, dao_stat& out) const override;
   void record_stream(void* p, const stream_object* stream) override;
   std::unique_ptr<snapshot_data> snapshot() const override;
+  bool destroy_waits_for(const void* stream) const override;
   const char* name() const noexcept override { return "caching"; }
   std::string effective_config() const override;
 
@@ -82,7 +83,8 @@ class caching_strategy final : public strategy {
                      std::uint32_t target);
   // Never waits: holes of pools whose streams are busy are left alone.
   std::size_t release_holes(std::size_t bytes, std::uint32_t keep, std::uintptr_t keep_from);
-  std::size_t release_cached(bool wait, bool dead_streams_only = false);
+  // Never waits either: pools whose streams are busy keep their cache.
+  std::size_t release_cached(bool dead_streams_only = false);
   void release_segment(std::uint32_t segment_index) noexcept;
   void collect_garbage(std::uint32_t keep);
 

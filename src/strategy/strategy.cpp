@@ -47,4 +47,6 @@ std::unique_ptr<snapshot_data> strategy::snapshot() const {
                               name(), place_to_string(upstream().place()).c_str()));
 }
 
+bool strategy::destroy_waits_for(const void*) const { return false; }
+
 }  // namespace dao::detail

@@ -180,6 +180,11 @@ class strategy {
   // unsupported (after checking that `p` is live).
   virtual void record_stream(void* p, const stream_object* stream);
   virtual std::unique_ptr<snapshot_data> snapshot() const;
+  // Whether destroying this strategy waits for the stream whose
+  // implementation is `stream` (stream_impl*, compared only): a host
+  // function of that stream must not destroy it (issue 20, reentrancy).
+  // Strategies that never wait for a stream keep the default, false.
+  virtual bool destroy_waits_for(const void* stream) const;
 
   virtual const char* name() const noexcept = 0;
   // Every config key of this strategy with its effective value, parseable

@@ -58,24 +58,19 @@ void stream_order::grow() {
     pools_.reserve(std::max<std::size_t>(4, pools_.capacity() * 2));
 }
 
-bool stream_order::settled(std::uint32_t pool_index, bool wait) noexcept {
+bool stream_order::settled(std::uint32_t pool_index) noexcept {
   const pool_stream& p = pools_[pool_index];
   if (p.stream == nullptr) return true;  // the default stream runs work at once
   std::shared_ptr<stream_impl> impl = p.stream_ref.lock();
   if (impl == nullptr) return true;  // destroyed: its work ran first
   try {
-    if (impl->query()) return true;
-    if (!wait) return false;
-    impl->synchronize();
-    return true;
+    return impl->query();
   } catch (...) {
     return false;  // the stream failed: keep its memory rather than guess
   }
 }
 
-void stream_order::settle_all() noexcept {
-  for (std::uint32_t i = 0; i < pools_.size(); ++i) settled(i, true);
-}
+void stream_order::settle_all() noexcept { waits().wait(); }
 
 // Out of host memory, the lists hold what fit: the caller then waits for
 // less, and gives back only what has settled (a trim must not fail for lack
@@ -83,14 +78,17 @@ void stream_order::settle_all() noexcept {
 stream_order::wait_list stream_order::waits() const noexcept {
   wait_list w;
   try {
-    w.streams.reserve(pools_.size());
+    w.streams.reserve(pools_.size() + pending_.size());
     w.events.reserve(pending_.size());
-    for (const pool_stream& p : pools_) {
-      std::shared_ptr<stream_impl> impl = p.stream_ref.lock();
+    auto add_stream = [&](std::shared_ptr<stream_impl> impl) {
       if (impl != nullptr && std::find(w.streams.begin(), w.streams.end(), impl) == w.streams.end())
         w.streams.push_back(std::move(impl));
+    };
+    for (const pool_stream& p : pools_) add_stream(p.stream_ref.lock());
+    for (const pending_free& f : pending_) {
+      if (f.by_stream) add_stream(f.stream);  // its event was never recorded
+      else w.events.push_back(f.event);
     }
-    for (const pending_free& f : pending_) w.events.push_back(f.event);
   } catch (...) {
   }
   return w;
@@ -104,6 +102,17 @@ stream_order::wait_list stream_order::waits_of(std::uint32_t pool_index) const n
   } catch (...) {
   }
   return w;
+}
+
+bool stream_order::waits_for(const void* stream) const noexcept {
+  for (const pool_stream& p : pools_) {
+    if (p.stream == nullptr) continue;
+    const std::shared_ptr<stream_impl> impl = p.stream_ref.lock();
+    if (impl != nullptr && impl.get() == stream) return true;
+  }
+  for (const pending_free& f : pending_)
+    if (f.recorded_on == stream) return true;
+  return false;
 }
 
 void stream_order::wait_list::wait() const noexcept {
@@ -158,28 +167,25 @@ void stream_order::add_use(std::uint32_t index, stream_handle stream,
   found->second.splice(found->second.end(), node);
 }
 
-std::size_t stream_order::defer_free(std::uint32_t index) {
+std::size_t stream_order::defer_free(std::uint32_t index) noexcept {
   auto found = uses_.find(index);
   if (found == uses_.end()) return 0;
   std::list<pending_free>& uses = found->second;
-  for (auto it = uses.begin(); it != uses.end();) {
+  for (pending_free& u : uses) {
+    u.recorded_on = u.stream.get();
     try {
-      it->stream->record(*it->event);
-      ++it;
-      continue;
+      u.stream->record(*u.event);
+      u.by_stream = false;
+      u.stream.reset();
     } catch (...) {
+      // The stream could not record (no memory for its queue). Waiting for
+      // it here would wait under the allocator's lock, and a host function
+      // on it may need that lock (issue 20): the free waits instead for the
+      // stream to run dry, which orders it as well as the event would have.
+      u.by_stream = true;
     }
-    // The stream could not record (no memory for its queue): wait for it,
-    // which orders the free as well as the event would have. A failed wait
-    // throws with the uses kept; events already recorded are recorded again
-    // by the next try.
-    it->stream->synchronize();
-    auto done = it++;
-    done->stream.reset();
-    spare_.splice(spare_.end(), uses, done);
   }
   const std::size_t queued = uses.size();
-  for (pending_free& u : uses) u.stream.reset();
   pending_.splice(pending_.end(), uses);
   uses_.erase(found);
   return queued;

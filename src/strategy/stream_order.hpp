@@ -57,8 +57,12 @@ class stream_order {
   // Memory freed on a stream may still be used by work queued there before
   // the free (stream-ordered free): before it goes back to the upstream,
   // that stream must have run its work. settled(): whether the stream of a
-  // pool has (wait: after waiting for it; a failed wait counts as not).
-  bool settled(std::uint32_t pool_index, bool wait) noexcept;
+  // pool has. Never waits: the caller holds the allocator's lock, and a
+  // host function on that stream may need it (docs/reliability.md, "Locks
+  // and waiting"); to wait, take waits() and wait without the lock.
+  bool settled(std::uint32_t pool_index) noexcept;
+  // Waits for every pool's stream and deferred free (the destructor: no
+  // lock held).
   void settle_all() noexcept;
   // What waiting for every pool's stream and every deferred free would wait
   // for, kept alive so that the caller can wait without its lock: a host
@@ -74,6 +78,10 @@ class stream_order {
   // fits in the lists).
   wait_list waits() const noexcept;
   wait_list waits_of(std::uint32_t pool_index) const noexcept;
+  // Whether waits() would wait for the stream whose implementation is
+  // `stream` (compared only): a live pool's stream, or a deferred free's
+  // event recorded on it (or its stream, where the record failed).
+  bool waits_for(const void* stream) const noexcept;
   // Whether the pool's stream has been destroyed.
   bool dead(std::uint32_t pool_index) const noexcept {
     const pool_stream& p = pools_[pool_index];
@@ -91,23 +99,29 @@ class stream_order {
                const std::function<std::unique_ptr<event_impl>()>& new_event);
   // A block used on other streams and just freed: records its event on each
   // of them, queues a deferred free behind each, and forgets the uses.
-  // Returns how many were queued. Allocates nothing: where a stream cannot
-  // record (its own queue out of memory), waits for that stream instead,
-  // which orders the free as well. Throws only when that wait fails too;
-  // then nothing is queued and the uses are kept (the block stays live).
-  std::size_t defer_free(std::uint32_t index);
+  // Returns how many were queued. Allocates nothing and never waits (the
+  // caller holds the allocator's lock): where a stream cannot record (its
+  // own queue out of memory), the deferred free waits for that stream to
+  // run dry instead of for an event, which orders the free as well.
+  std::size_t defer_free(std::uint32_t index) noexcept;
   bool has_pending() const noexcept { return !pending_.empty(); }
-  // Calls ready(block) for each deferred free whose event has completed
-  // (wait: for every one, after waiting for it), oldest first.
+  // Calls ready(block) for each deferred free whose event has completed, or
+  // whose stream has run dry where the event could not be recorded (wait:
+  // for every one, after waiting for it: only without the lock), oldest
+  // first.
   template <class F>
   void run_completed(bool wait, F&& ready) {
     for (auto it = pending_.begin(); it != pending_.end();) {
-      if (wait) it->event->synchronize();
-      else if (!it->event->query()) {
+      if (wait) {
+        if (it->by_stream) it->stream->synchronize();
+        else it->event->synchronize();
+      } else if (!(it->by_stream ? it->stream->query() : it->event->query())) {
         ++it;
         continue;
       }
       const std::uint32_t index = it->block;
+      it->by_stream = false;
+      it->stream.reset();
       auto done = it++;
       spare_.splice(spare_.end(), pending_, done);  // node and event kept for reuse
       ready(index);
@@ -134,8 +148,11 @@ class stream_order {
     std::uint32_t block = 0;
     // The other stream, kept alive until the block's free has recorded
     // the event on it, so that a stream destroyed in between is still there
-    // to record on (issue 20).
+    // to record on (issue 20); and, when it could not record, until the
+    // deferred free has seen it run dry (by_stream).
     std::shared_ptr<stream_impl> stream;
+    bool by_stream = false;
+    const void* recorded_on = nullptr;  // the stream of the event (compared only)
   };
 
   std::vector<pool_stream> pools_;  // by pool index

@@ -40,8 +40,13 @@ class hook {
 
 class hooked_window final : public window {
  public:
-  hooked_window(std::shared_ptr<hook> h, void* handle, void* local)
-      : hook_(std::move(h)), handle_(handle), local_(local) {}
+  // Made before the collective call that gives it its handle (attach()), so
+  // that nothing can fail on one rank after that call.
+  explicit hooked_window(std::shared_ptr<hook> h) : hook_(std::move(h)) {}
+  void attach(void* handle, void* local) noexcept {
+    handle_ = handle;
+    local_ = local;
+  }
 
   void get(int target, std::size_t offset, void* dst, std::size_t bytes) override {
     const auto& o = hook_->ops();
@@ -89,21 +94,25 @@ class hooked_window final : public window {
 
  private:
   std::shared_ptr<hook> hook_;
-  void* handle_;
-  void* local_;
+  void* handle_ = nullptr;
+  void* local_ = nullptr;
 };
 
 class hooked_segment final : public shared_segment {
  public:
-  hooked_segment(std::shared_ptr<hook> h, void* handle, int ranks)
-      : hook_(std::move(h)), handle_(handle), parts_(static_cast<std::size_t>(ranks)) {
+  // Made before the collective call that gives it its handle (attach()).
+  explicit hooked_segment(std::shared_ptr<hook> h) : hook_(std::move(h)) {}
+  void attach(void* handle) noexcept { handle_ = handle; }
+
+  // Asked of the transport each time (MPI_Win_shared_query is local and
+  // cheap): a query that fails then fails a step whose outcome the ranks
+  // agree on, never the collective allocation itself.
+  void* part(int rank) const override {
     const auto& o = hook_->ops();
-    for (int r = 0; r < ranks; ++r) {
-      hook_->check(o.shared_query(o.self, handle_, r, &parts_[static_cast<std::size_t>(r)]),
-                   "shared_query");
-    }
+    void* p = nullptr;
+    hook_->check(o.shared_query(o.self, handle_, rank, &p), "shared_query");
+    return p;
   }
-  void* part(int rank) const override { return parts_.at(static_cast<std::size_t>(rank)); }
   void free() override {
     void* handle = handle_;
     handle_ = nullptr;
@@ -114,8 +123,7 @@ class hooked_segment final : public shared_segment {
 
  private:
   std::shared_ptr<hook> hook_;
-  void* handle_;
-  std::vector<void*> parts_;
+  void* handle_ = nullptr;
 };
 
 class hooked_transport final : public transport {
@@ -138,42 +146,100 @@ class hooked_transport final : public transport {
     const auto& o = hook_->ops();
     hook_->check(o.allgather(o.self, send, bytes, recv), "allgather");
   }
+  // Each rank makes what the result needs before the transport's collective
+  // call, and the ranks agree on that: a rank out of host memory must not
+  // leave the others inside the call, nor hold a handle that only a
+  // collective free can release (issue 20, defect 11).
   std::unique_ptr<window> expose(void* local, std::size_t bytes) override {
     const auto& o = hook_->ops();
+    std::unique_ptr<hooked_window> w;
+    agree_on_outcome(*this, "dao_whole_create",
+                     capture([&] { w = std::make_unique<hooked_window>(hook_); }));
     void* handle = nullptr;
     hook_->check(o.window_create(o.self, local, bytes, &handle), "window_create");
-    return std::make_unique<hooked_window>(hook_, handle, nullptr);
+    w->attach(handle, nullptr);
+    return w;
   }
   std::unique_ptr<window> allocate_exposed(std::size_t bytes) override {
     const auto& o = hook_->ops();
     if (o.window_allocate == nullptr) return nullptr;
+    std::unique_ptr<hooked_window> w;
+    agree_on_outcome(*this, "dao_whole_create",
+                     capture([&] { w = std::make_unique<hooked_window>(hook_); }));
     void* handle = nullptr;
     void* local = nullptr;
     hook_->check(o.window_allocate(o.self, bytes, &local, &handle), "window_allocate");
-    return std::make_unique<hooked_window>(hook_, handle, local);
+    w->attach(handle, local);
+    return w;
   }
   std::unique_ptr<shared_segment> allocate_shared(std::size_t bytes, bool contiguous) override {
     const auto& o = hook_->ops();
     if (o.shared_allocate == nullptr) {
       throw error(DAO_ERR_INTERNAL, strprintf("%s transport: no shared_allocate", o.name));
     }
+    std::unique_ptr<hooked_segment> segment;
+    agree_on_outcome(*this, "dao_whole_create",
+                     capture([&] { segment = std::make_unique<hooked_segment>(hook_); }));
     void* handle = nullptr;
     void* local = nullptr;
     hook_->check(o.shared_allocate(o.self, bytes, contiguous ? 1 : 0, &handle, &local),
                  "shared_allocate");
-    return std::make_unique<hooked_segment>(hook_, handle, size());
+    segment->attach(handle);
+    return segment;
   }
 
  private:
   std::shared_ptr<hook> hook_;
 };
 
+// The handed-in operations without a hook: what a rank that could not make
+// its hook (out of host memory) uses to take part in the communicator's
+// agreement, on the stack.
+class bare_transport final : public transport {
+ public:
+  explicit bare_transport(const dao_comm_transport& ops) : ops_(ops) {}
+
+  int rank() const noexcept override { return ops_.rank; }
+  int size() const noexcept override { return ops_.size; }
+  const char* name() const noexcept override { return ops_.name; }
+  bool shares_address_space() const noexcept override { return false; }
+  bool shares_host_memory() const noexcept override { return false; }
+  void barrier() override { check(ops_.barrier(ops_.self), "barrier"); }
+  void allgather(const void* send, std::size_t bytes, void* recv) override {
+    check(ops_.allgather(ops_.self, send, bytes, recv), "allgather");
+  }
+  std::unique_ptr<window> expose(void*, std::size_t) override { throw unused(); }
+  std::unique_ptr<window> allocate_exposed(std::size_t) override { throw unused(); }
+  std::unique_ptr<shared_segment> allocate_shared(std::size_t, bool) override { throw unused(); }
+
+ private:
+  void check(dao_status status, const char* operation) const {
+    if (status != DAO_OK)
+      throw error(status, strprintf("%s transport: %s failed", ops_.name, operation));
+  }
+  static error unused() { return error(DAO_ERR_INTERNAL, "a bare transport only agrees"); }
+
+  const dao_comm_transport& ops_;
+};
+
+// This rank could not adopt its transport (`failed`, out of host memory):
+// the other ranks are about to agree on the communicator's creation
+// (make_communicator()), so this one takes part too, with its failure, and
+// throws what they all throw. Where not even the agreement's records (a few
+// hundred bytes per rank) can be had, it can only throw alone.
+[[noreturn]] void fail_with_the_others(const dao_comm_transport& ops, const char* function,
+                                       const outcome& failed) {
+  bare_transport t(ops);
+  const outcome room = capture([&] { reserve_agreement(t); });
+  if (!room.ok()) throw error(failed.status, failed.message);
+  call c{function, call_kind::comm_create, 0, {}, {}, nullptr};
+  agree_on_call(t, c, failed);  // throws: this rank's outcome is a failure
+  throw error(failed.status, failed.message);
+}
+
 }  // namespace
 
-std::unique_ptr<transport> adopt_transport(const dao_comm_transport& ops) {
-  // Owned from here on: the hook calls destroy when the last user goes,
-  // including when a check below throws.
-  auto h = std::make_shared<hook>(ops);
+std::unique_ptr<transport> adopt_transport(const dao_comm_transport& ops, const char* function) {
   const char* missing = nullptr;
   if (ops.destroy == nullptr) missing = "destroy";
   else if (ops.last_error == nullptr) missing = "last_error";
@@ -186,16 +252,36 @@ std::unique_ptr<transport> adopt_transport(const dao_comm_transport& ops) {
   else if (ops.window_free == nullptr) missing = "window_free";
   else if (ops.shared_allocate != nullptr && ops.shared_query == nullptr) missing = "shared_query";
   else if (ops.shared_allocate != nullptr && ops.shared_free == nullptr) missing = "shared_free";
-  if (missing != nullptr) {
-    throw invalid_argument(strprintf("transport->%s must not be NULL", missing));
-  }
-  if (ops.name == nullptr) throw invalid_argument("transport->name must not be NULL");
-  if (ops.size < 1 || ops.rank < 0 || ops.rank >= ops.size) {
+  const char* bad_name = ops.name == nullptr ? "transport->name must not be NULL" : nullptr;
+  const bool bad_rank = ops.size < 1 || ops.rank < 0 || ops.rank >= ops.size;
+  if (missing != nullptr || bad_name != nullptr || bad_rank) {
+    // Owned from the call on: destroyed now, as the header promises.
+    if (ops.destroy != nullptr) ops.destroy(ops.self);
+    if (missing != nullptr)
+      throw invalid_argument(strprintf("transport->%s must not be NULL", missing));
+    if (bad_name != nullptr) throw invalid_argument(bad_name);
     throw invalid_argument(
         strprintf("transport: rank %d of size %d is not a rank", ops.rank, ops.size));
   }
-  auto t = std::make_unique<hooked_transport>(std::move(h));
-  reserve_agreement(*t);
+  // The operations are usable: from here a failure of this rank alone (its
+  // bookkeeping out of memory) is agreed on with the others, which would
+  // otherwise wait for it for ever (issue 20, defect 11).
+  std::shared_ptr<hook> h;
+  const outcome made = capture([&] { h = std::make_shared<hook>(ops); });
+  if (!made.ok()) {
+    struct destroy_on_exit {
+      const dao_comm_transport& ops;
+      ~destroy_on_exit() { ops.destroy(ops.self); }
+    } owned{ops};
+    fail_with_the_others(ops, function, made);
+  }
+  // From here the hook owns the transport: destroy is called when it goes.
+  std::unique_ptr<hooked_transport> t;
+  const outcome wrapped = capture([&] {
+    t = std::make_unique<hooked_transport>(h);
+    reserve_agreement(*t);
+  });
+  if (!wrapped.ok()) fail_with_the_others(ops, function, wrapped);
   return t;
 }
 

@@ -16,7 +16,10 @@ namespace dao::detail::whole {
 
 // Checks the operations (invalid_argument naming what is missing) and takes
 // ownership: from here on, `destroy` is called exactly once, when the
-// result goes (or at once, when the check throws).
-std::unique_ptr<transport> adopt_transport(const dao_comm_transport& ops);
+// result goes (or at once, when the check or the adoption throws). Out of
+// host memory with usable operations, it first takes part in the agreement
+// of the communicator's creation (`function`, make_communicator()) with its
+// failure, so that every rank throws alike.
+std::unique_ptr<transport> adopt_transport(const dao_comm_transport& ops, const char* function);
 
 }  // namespace dao::detail::whole

@@ -57,7 +57,11 @@ class shared_storage final : public storage {
 std::unique_ptr<storage> make_shared_storage(communicator& comm, int type, int,
                                              const partition& layout) {
   transport& t = comm.net();
-  auto out = std::make_unique<shared_storage>(comm.size());
+  // This rank's bookkeeping, agreed on before the collective allocation: a
+  // rank out of host memory here must not leave the others inside it.
+  std::unique_ptr<shared_storage> out;
+  agree_on_outcome(t, "dao_whole_create",
+                   capture([&] { out = std::make_unique<shared_storage>(comm.size()); }));
   out->attach(t.allocate_shared(layout.byte_size(comm.rank()), type == DAO_WHOLE_CONTINUOUS));
   const outcome mapped = capture([&] { out->map_parts(type, layout); });
   const outcome agreed = capture([&] { agree_on_outcome(t, "dao_whole_create", mapped); });

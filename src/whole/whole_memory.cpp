@@ -49,7 +49,10 @@ struct remote_plan {
 };
 
 // Walks the indices in runs: this rank's runs go to `local_run(buffer
-// offset, part offset, bytes)` at once, the others into `plan`.
+// offset, part offset, bytes)`, the others into `plan`. Everything that
+// may fail (the plan's memory) comes first: a gather or scatter out of host
+// memory copies nothing (issue 20), so a failed scatter leaves every entry
+// as it was.
 template <class Local>
 void plan_transfers(const partition& layout, const std::vector<std::size_t>& first, int me,
                     const std::int64_t* indices, std::size_t count, remote_plan& plan,
@@ -72,21 +75,22 @@ void plan_transfers(const partition& layout, const std::vector<std::size_t>& fir
            index + run < end)
       ++run;
     const std::size_t offset = (index - first[static_cast<std::size_t>(r)]) * g;
-    if (r == me) {
-      local_run(i * g, offset, run * g);
-    } else {
-      transfers.push_back(transfer{r, offset, run * g, i * g});
-      ++counts[static_cast<std::size_t>(r)];
-    }
+    transfers.push_back(transfer{r, offset, run * g, i * g});
+    if (r != me) ++counts[static_cast<std::size_t>(r)];
     i += run;
   }
   plan.start.assign(ranks + 1, 0);
   for (std::size_t r = 0; r < ranks; ++r) plan.start[r + 1] = plan.start[r] + counts[r];
-  plan.remote.resize(transfers.size());
-  plan.length.resize(transfers.size());
-  plan.local.resize(transfers.size());
+  const std::size_t remote = plan.start[ranks];
+  plan.remote.resize(remote);
+  plan.length.resize(remote);
+  plan.local.resize(remote);
   std::vector<std::size_t> cursor(plan.start.begin(), plan.start.end() - 1);
   for (const transfer& t : transfers) {
+    if (t.rank == me) {
+      local_run(t.local, t.remote, t.length);
+      continue;
+    }
     const std::size_t k = cursor[static_cast<std::size_t>(t.rank)]++;
     plan.remote[k] = t.remote;
     plan.length[k] = t.length;
