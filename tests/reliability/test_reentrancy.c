@@ -153,6 +153,7 @@ typedef struct host_ctx {
   dao_tiered *pool;
   dao_stream fresh; /* created by the function; destroyed here if it could not */
   char src[64], dst[64];
+  char other_dst[1]; /* the other stream's copy: apart from dst, which the own stream writes */
   int inner_ran;
   volatile int gate_open;
   result r;
@@ -257,7 +258,7 @@ static void host_pairs(dao_place place, int kind) {
     /* Memory cached on the own stream, for the trim to find. */
     assert_ok(dao_allocator_alloc(c->alloc, 1 << 16, c->own, &warm));
     assert_ok(dao_allocator_free(c->alloc, warm));
-    assert_ok(dao_memcpy_async(c->dst, c->src, 1, c->other));
+    assert_ok(dao_memcpy_async(c->other_dst, c->src, 1, c->other));
     if (kind != 0) assert_ok(dao_event_record(c->before, c->own));
 
     pair_begin(pair);
