@@ -50,3 +50,19 @@ dao_mpi_test(test_whole_mpi 4)
 # 3: uneven halves in test_split (2 ranks and 1); 1: a world of one.
 dao_mpi_test(test_whole_mpi_3 3)
 dao_mpi_test(test_whole_mpi_1 1)
+
+# One rank out of host memory at its k-th C++ allocation, for every k, over
+# the collective calls (issue 20, defect 11): every rank agrees on the
+# outcome, nothing leaks, nothing hangs (new_fault.cpp replaces operator new
+# in this program, libdao's and libdao-mpi's included).
+add_executable(test_whole_mpi_oom whole/test_whole_mpi_oom.cpp new_fault.cpp)
+target_include_directories(test_whole_mpi_oom PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
+target_link_libraries(test_whole_mpi_oom PRIVATE dao_mpi dao Threads::Threads)
+target_compile_options(test_whole_mpi_oom PRIVATE ${DAO_WARNING_FLAGS})
+add_test(NAME test_whole_mpi_oom
+  COMMAND ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} 3 ${DAO_MPIEXEC_EXTRA_FLAGS}
+          ${MPIEXEC_PREFLAGS} $<TARGET_FILE:test_whole_mpi_oom> ${MPIEXEC_POSTFLAGS})
+set_tests_properties(test_whole_mpi_oom PROPERTIES
+  ENVIRONMENT "${DAO_MPIEXEC_ENV};${_dao_mpi_sanitizer_env}"
+  LABELS "mpi;reliability"
+  TIMEOUT 600)

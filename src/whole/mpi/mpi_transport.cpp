@@ -68,6 +68,12 @@ dao_status check(int rc, const char* what) {
     if (dao_s_ != DAO_OK) return dao_s_;          \
   } while (0)
 
+#define DAO_MPI_ROOM(t, w)                            \
+  do {                                                \
+    const dao_status dao_s_ = window_room((t), &(w)); \
+    if (dao_s_ != DAO_OK) return dao_s_;              \
+  } while (0)
+
 // An MPI window, or (win == MPI_WIN_NULL) the memory of a communicator of
 // one process, which has nobody to share it with (see op_window_create).
 struct mpi_window {
@@ -142,14 +148,51 @@ dao_status op_allgather(void* self, const void* send, size_t bytes, void* recv) 
   return DAO_OK;
 }
 
-// A window in its passive-target epoch, returning errors, listed for sync.
-dao_status open_window(mpi_transport& t, MPI_Win win, void** window) {
-  DAO_MPI_TRY(MPI_Win_set_errhandler(win, MPI_ERRORS_RETURN));
-  DAO_MPI_TRY(MPI_Win_lock_all(MPI_MODE_NOCHECK, win));
+// A window's record and its slot in the list, made on every rank before
+// the collective call that creates the window: after that call nothing may
+// fail for lack of host memory, and a rank without room must not leave the
+// others waiting in it (issue 20, defect 11). The ranks agree first: all
+// get their record, or all fail, the message naming the rank short of
+// memory.
+dao_status window_room(mpi_transport& t, mpi_window** out) {
+  *out = nullptr;
   auto* w = new (std::nothrow) mpi_window;
-  if (w == nullptr) return fail(DAO_ERR_OUT_OF_MEMORY, "no host memory for a window record");
+  bool room = w != nullptr;
+  if (room) {
+    try {
+      t.windows.reserve(t.windows.size() + 1);
+    } catch (...) {
+      room = false;
+    }
+  }
+  const int mine = room ? -1 : t.rank;
+  int lacking = -1;
+  const dao_status s =
+      check(MPI_Allreduce(&mine, &lacking, 1, MPI_INT, MPI_MAX, t.comm), "MPI_Allreduce");
+  if (s != DAO_OK || lacking >= 0) {
+    delete w;
+    if (s != DAO_OK) return s;
+    if (!room) return fail(DAO_ERR_OUT_OF_MEMORY, "no host memory for a window record");
+    return fail(DAO_ERR_OUT_OF_MEMORY,
+                "rank %d of %d had no host memory for a window record; no rank made the window",
+                lacking, t.size);
+  }
+  *out = w;
+  return DAO_OK;
+}
+
+// Window `win` in its passive-target epoch, returning errors, listed for
+// sync, recorded in `w` (from window_room(): nothing here allocates). On
+// failure `w` is deleted.
+dao_status open_window(mpi_transport& t, MPI_Win win, mpi_window* w, void** window) {
+  dao_status s = check(MPI_Win_set_errhandler(win, MPI_ERRORS_RETURN), "MPI_Win_set_errhandler");
+  if (s == DAO_OK) s = check(MPI_Win_lock_all(MPI_MODE_NOCHECK, win), "MPI_Win_lock_all");
+  if (s != DAO_OK) {
+    delete w;
+    return s;
+  }
   w->win = win;
-  t.windows.push_back(win);
+  t.windows.push_back(win);  // room reserved
   *window = w;
   return DAO_OK;
 }
@@ -210,13 +253,20 @@ dao_status op_window_create(void* self, void* local, size_t bytes, void** window
     *window = w;
     return DAO_OK;
   }
+  mpi_window* w = nullptr;
+  DAO_MPI_ROOM(t, w);
   MPI_Win win = MPI_WIN_NULL;
+  dao_status s = DAO_OK;
   {
     creation_lock node_lock(t);
-    DAO_MPI_TRY(
-        MPI_Win_create(local, static_cast<MPI_Aint>(bytes), 1, MPI_INFO_NULL, t.comm, &win));
+    s = check(MPI_Win_create(local, static_cast<MPI_Aint>(bytes), 1, MPI_INFO_NULL, t.comm, &win),
+              "MPI_Win_create");
   }
-  return open_window(t, win, window);
+  if (s != DAO_OK) {
+    delete w;
+    return s;
+  }
+  return open_window(t, win, w, window);
 }
 
 // Host memory for a distributed object's window. On one node it is a
@@ -230,24 +280,32 @@ dao_status op_window_create(void* self, void* local, size_t bytes, void** window
 dao_status op_window_allocate(void* self, size_t bytes, void** local, void** window) {
   mpi_transport& t = self_of(self);
   serial lock(t);
+  mpi_window* w = nullptr;
+  DAO_MPI_ROOM(t, w);
   MPI_Win win = MPI_WIN_NULL;
   void* base = nullptr;
+  dao_status s = DAO_OK;
   if (t.one_node) {
     MPI_Info info = MPI_INFO_NULL;
-    DAO_MPI_TRY(MPI_Info_create(&info));
-    MPI_Info_set(info, "alloc_shared_noncontig", "true");
-    const int rc =
-        MPI_Win_allocate_shared(static_cast<MPI_Aint>(bytes), 1, info, t.comm, &base, &win);
-    MPI_Info_free(&info);
-    const dao_status s = check(rc, "MPI_Win_allocate_shared");
-    if (s != DAO_OK) return s;
+    s = check(MPI_Info_create(&info), "MPI_Info_create");
+    if (s == DAO_OK) {
+      MPI_Info_set(info, "alloc_shared_noncontig", "true");
+      const int rc =
+          MPI_Win_allocate_shared(static_cast<MPI_Aint>(bytes), 1, info, t.comm, &base, &win);
+      MPI_Info_free(&info);
+      s = check(rc, "MPI_Win_allocate_shared");
+    }
   } else {
     creation_lock node_lock(t);
-    DAO_MPI_TRY(
-        MPI_Win_allocate(static_cast<MPI_Aint>(bytes), 1, MPI_INFO_NULL, t.comm, &base, &win));
+    s = check(MPI_Win_allocate(static_cast<MPI_Aint>(bytes), 1, MPI_INFO_NULL, t.comm, &base, &win),
+              "MPI_Win_allocate");
+  }
+  if (s != DAO_OK) {
+    delete w;
+    return s;
   }
   *local = base;
-  return open_window(t, win, window);
+  return open_window(t, win, w, window);
 }
 
 // MPI counts are ints: a transfer larger than INT_MAX goes in pieces.
@@ -418,18 +476,25 @@ dao_status op_shared_allocate(void* self, size_t bytes, int contiguous, void** s
                               void** local) {
   mpi_transport& t = self_of(self);
   serial lock(t);
+  mpi_window* w = nullptr;
+  DAO_MPI_ROOM(t, w);
   MPI_Info info = MPI_INFO_NULL;
-  DAO_MPI_TRY(MPI_Info_create(&info));
-  MPI_Info_set(info, "alloc_shared_noncontig", contiguous ? "false" : "true");
+  dao_status s = check(MPI_Info_create(&info), "MPI_Info_create");
   MPI_Win win = MPI_WIN_NULL;
   void* base = nullptr;
-  const int rc =
-      MPI_Win_allocate_shared(static_cast<MPI_Aint>(bytes), 1, info, t.comm, &base, &win);
-  MPI_Info_free(&info);
-  const dao_status s = check(rc, "MPI_Win_allocate_shared");
-  if (s != DAO_OK) return s;
+  if (s == DAO_OK) {
+    MPI_Info_set(info, "alloc_shared_noncontig", contiguous ? "false" : "true");
+    const int rc =
+        MPI_Win_allocate_shared(static_cast<MPI_Aint>(bytes), 1, info, t.comm, &base, &win);
+    MPI_Info_free(&info);
+    s = check(rc, "MPI_Win_allocate_shared");
+  }
+  if (s != DAO_OK) {
+    delete w;
+    return s;
+  }
   *local = base;
-  return open_window(t, win, segment);
+  return open_window(t, win, w, segment);
 }
 
 dao_status op_shared_query(void* self, void* segment, int rank, void** ptr) {
@@ -458,8 +523,27 @@ void op_destroy(void* self) {
 // Duplicates `comm` and learns whether every rank is on one node.
 dao_status make_transport(MPI_Comm comm, mpi_transport** out) {
   auto* t = new (std::nothrow) mpi_transport;
-  if (t == nullptr) return fail(DAO_ERR_OUT_OF_MEMORY, "no host memory for the transport");
-  dao_status s = check(MPI_Comm_dup(comm, &t->comm), "MPI_Comm_dup");
+  // Before the first collective call (MPI_Comm_dup), every rank learns
+  // whether every rank has its record: a rank out of host memory must not
+  // return alone and leave the others waiting in it (issue 20, defect 11).
+  int me = -1, world = 0, lacking = -1;
+  dao_status s = check(MPI_Comm_rank(comm, &me), "MPI_Comm_rank");
+  const int mine = t == nullptr ? me : -1;
+  if (s == DAO_OK)
+    s = check(MPI_Allreduce(&mine, &lacking, 1, MPI_INT, MPI_MAX, comm), "MPI_Allreduce");
+  if (s == DAO_OK && lacking >= 0) {
+    delete t;
+    if (t == nullptr) return fail(DAO_ERR_OUT_OF_MEMORY, "no host memory for the transport");
+    MPI_Comm_size(comm, &world);
+    return fail(DAO_ERR_OUT_OF_MEMORY,
+                "rank %d of %d had no host memory for its transport; no rank made one", lacking,
+                world);
+  }
+  if (s != DAO_OK) {
+    delete t;
+    return s;
+  }
+  s = check(MPI_Comm_dup(comm, &t->comm), "MPI_Comm_dup");
   if (s == DAO_OK)
     s = check(MPI_Comm_set_errhandler(t->comm, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
   if (s == DAO_OK) s = check(MPI_Comm_rank(t->comm, &t->rank), "MPI_Comm_rank");
