@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the Debian packages of libdao (libdao0, libdao-dev, libdao-doc,
-# dao-tools) and checks them the way a user meets them:
+# dao-tools, python3-dao) and checks them the way a user meets them:
 #   1. installs what the build needs from Debian when it is missing
 #      (dpkg-dev, debhelper, lintian, then the package's Build-Depends);
 #   2. copies the tree (tracked and untracked files that git does not
@@ -226,9 +226,10 @@ LD_LIBRARY_PATH=$libdir "$dao" info --json > "$work/dao-info.json" || fail "dao 
 
 step "the autopkgtests (debian/tests) against the unpacked packages"
 mkdir -p "$work/autopkgtest"
-for t in build-consumer dao-tool; do
+for t in build-consumer dao-tool python3-dao; do
   (cd "$srcdir" && AUTOPKGTEST_TMP="$work/autopkgtest" CMAKE_PREFIX_PATH="$prefix/usr" \
-     LD_LIBRARY_PATH="$libdir" PATH="$prefix/usr/bin:$PATH" "debian/tests/$t") \
+     LD_LIBRARY_PATH="$libdir" PATH="$prefix/usr/bin:$PATH" \
+     PYTHONPATH="$prefix/usr/lib/python3/dist-packages" "debian/tests/$t") \
     > "$work/autopkgtest-$t.log" 2>&1 ||
     { cat "$work/autopkgtest-$t.log"; fail "autopkgtest $t failed"; }
   tail -n 1 "$work/autopkgtest-$t.log"

@@ -13,6 +13,7 @@ whole_mpi.h, which belongs to libdao-mpi), sections under
     bindings/fortran/src/dao_c.f90       module dao_c: bind(C) interfaces
     bindings/rust/dao-sys/src/lib.rs     crate dao_sys: extern "C" block
     bindings/julia/Dao/src/capi.jl       the ccall layer of package Dao
+    bindings/python/dao/_capi.py         the ctypes layer of package dao
 
 What it reads: `DAO_API` prototypes (with the @brief and @param text of
 their doxygen comment), `typedef enum` (and the X-macro DAO_STATUS_LIST),
@@ -80,6 +81,20 @@ integers; the enum sentinel DAO_STATUS_END_ and the version macros (the
 package asks the library) are left out. A call that returns a status is made
 GC-safe (`@gcsafe`, it may block), others not, apart from EXCEPTIONS.
 
+Python specifics: the file is data for ctypes, standard library only:
+enums are `c_int` aliases under the C name with one constant per value
+(STATUS_NAMES maps a status number to its name); structs are
+`ctypes.Structure` classes under the C name with the fields of the header;
+handles and opaque pointers are `c_void_p` (an int or None in Python), so
+`dao_allocator **` is `POINTER(c_void_p)`; `const char *` is `c_char_p`
+(bytes), `char *` (a buffer to fill) `POINTER(c_char)`; callbacks are
+`CFUNCTYPE` types under the C name (a callback that returns a string
+returns `c_void_p`, which ctypes can hand back from Python); macros are
+numbers or strings, DAO_STREAM_DEFAULT is None. FUNCTIONS maps every
+function's name to (restype, argtypes); bindings/python/dao/_lib.py sets
+them on the loaded library and leaves a function the library lacks
+unbound, to fail with a clear message only when it is called.
+
 Hand-written helpers live beside the generated files: the Julia helpers
 `_STATUS_NAMES`, `_sized` in Dao/src/capi_support.jl.
 
@@ -103,6 +118,7 @@ OUTPUTS = {
     "fortran": "bindings/fortran/src/dao_c.f90",
     "rust": "bindings/rust/dao-sys/src/lib.rs",
     "julia": "bindings/julia/Dao/src/capi.jl",
+    "python": "bindings/python/dao/_capi.py",
 }
 
 # What a C declaration cannot say. Keep this short and say why.
@@ -1031,7 +1047,10 @@ class Rust:
                     o += [f"        {p}," for p in ps]
                     o.append(f"    ){ret};")
         o += ["}", ""]
-        return "\n".join(o)
+        text = "\n".join(o)
+        while "\n\n\n\n" in text:
+            text = text.replace("\n\n\n\n", "\n\n\n")
+        return text
 
 
 # ---------------------------------------------------------------------------
@@ -1180,6 +1199,167 @@ def wrap_list(head, items, close, indent):
 
 
 # ---------------------------------------------------------------------------
+# Python (ctypes)
+# ---------------------------------------------------------------------------
+
+P_NUM = {"int": "c_int", "unsigned": "c_uint", "size_t": "c_size_t", "uintptr_t": "c_size_t",
+         "int64_t": "c_int64", "uint64_t": "c_uint64", "double": "c_double", "char": "c_char",
+         "ptrdiff_t": "c_ssize_t"}
+
+
+class Python:
+    def __init__(self, api):
+        self.api = api
+
+    def ty(self, t, callback_result=False):
+        """The ctypes spelling of a C type; None for void."""
+        if t is None:
+            return "None"
+        k = kind_of(self.api, t.base)
+        stars = len(t.ptrs)
+        if k == "opaque":
+            base, stars = "c_void_p", stars - 1
+        elif k == "handle":
+            base = "c_void_p"
+        elif k in ("callback", "enum", "struct"):
+            base = t.base
+        elif t.base == "void":
+            if not stars:
+                return "None"
+            base, stars = "c_void_p", stars - 1
+        elif t.base == "char" and stars and t.pointee_const(0):
+            base, stars = "c_char_p", stars - 1
+            if callback_result and not stars:
+                base = "c_void_p"  # ctypes cannot return a str from Python
+        else:
+            base = P_NUM[t.base]
+        for _ in range(stars):
+            base = f"POINTER({base})"
+        return base
+
+    def cfunctype(self, cb):
+        args = [self.ty(cb.ret, callback_result=True)] + [self.ty(p.ctype) for p in cb.params]
+        return "CFUNCTYPE(" + ", ".join(args) + ")"
+
+    def emit(self):
+        api = self.api
+        o = ["# " + GENERATED_NOTE.replace("; ", ";\n# "), "#"]
+        o += [
+            '"""The C API of libdao as ctypes sees it (the raw layer of package dao).',
+            "",
+            "Every C item under its C name: enum types are c_int aliases with one",
+            "constant per value, structs are ctypes.Structure classes with the fields of",
+            "the header (size-tagged ones start with struct_size: set it to",
+            "ctypes.sizeof(the class)), handles and opaque pointers are c_void_p,",
+            "callbacks are CFUNCTYPE types (keep a reference to every callback object",
+            "for as long as C may call it). FUNCTIONS maps each exported function to",
+            "(restype, argtypes); dao._lib sets them on the loaded library. The",
+            "documentation of each function (ownership, thread safety, what each status",
+            "means) is in the C headers.",
+            '"""',
+            "",
+            "from ctypes import (CFUNCTYPE, POINTER, Structure, c_char, c_char_p, c_double, c_int,",
+            "                    c_int64, c_size_t, c_ssize_t, c_uint, c_uint64, c_void_p)",
+            "",
+            "# Names used only by some versions of the headers.",
+            "_ = (c_char, c_char_p, c_double, c_int64, c_size_t, c_ssize_t, c_uint, c_uint64,",
+            "     c_void_p)",
+        ]
+        struct_names = []
+        for header, items in header_sections(api):
+            sec = []
+            for it in items:
+                doc = it.doc
+                if it.kind == "macro":
+                    value = eval_macro(api, it.name)
+                    cast = null_cast(api, it.name)
+                    if doc:
+                        sec += wrap(doc, 100, "#")
+                    if isinstance(value, str):
+                        sec.append(f'{it.name} = "{value}"')
+                    elif cast:
+                        sec.append(f"{it.name} = None")
+                    elif isinstance(value, int):
+                        sec.append(f"{it.name} = {value}")
+                    else:
+                        sys.exit(f"gen-bindings: no Python constant for {it.name}")
+                elif it.kind == "enum":
+                    sec += wrap(f"{it.name}: {doc}", 100, "#")
+                    sec.append(f"{it.name} = c_int")
+                    for n, v, _ in it.values:
+                        if not n.endswith("_"):
+                            sec.append(f"{n} = {v}")
+                elif it.kind == "callback":
+                    sec += wrap(f"{it.name}: {doc}", 100, "#")
+                    sec += wrap_list(f"{it.name} = CFUNCTYPE(",
+                                     [self.ty(it.ret, callback_result=True)]
+                                     + [self.ty(p.ctype) for p in it.params], ")",
+                                     " " * len(f"{it.name} = CFUNCTYPE("))
+                elif it.kind == "struct":
+                    struct_names.append(it.name)
+                    note = (" Experimental (DAO_EXPERIMENTAL in C): the layout may change "
+                            "without a SONAME bump." if it.experimental else "")
+                    sec += ["", ""]
+                    fields = []
+                    for f in it.fields:
+                        if f.callback is not None:
+                            # a function pointer field: its CFUNCTYPE under a name
+                            t = f"_{it.name}_{f.name}"
+                            cb = f.callback
+                            sec += wrap_list(f"{t} = CFUNCTYPE(",
+                                             [self.ty(cb.ret, callback_result=True)]
+                                             + [self.ty(p.ctype) for p in cb.params], ")",
+                                             " " * len(f"{t} = CFUNCTYPE("))
+                        else:
+                            t = self.ty(f.ctype)
+                        fields.append((f.name, t))
+                    if fields and sec[-1] != "":
+                        sec += ["", ""]
+                    sec.append(f"class {it.name}(Structure):")
+                    sec += wrap(f'"""{doc}{note}"""', 100, "   ")
+                    sec.append("    _fields_ = [")
+                    for name, t in fields:
+                        sec.append(f'        ("{name}", {t}),')
+                    sec += ["    ]", "", ""]
+                else:
+                    continue
+            while sec and sec[-1] == "":
+                sec.pop()
+            while sec and sec[0] == "":
+                sec.pop(0)
+            if sec:
+                o += ["", "", "# --- " + header + " " + "-" * (72 - len(header)), ""] + sec
+        o += ["", "", "# Status number -> its name (codes this version knows).", "STATUS_NAMES = {"]
+        o += [f'    {v}: "{n}",' for n, v, _ in api.status_list]
+        o += ["}", "", "# Every public struct, for layout checks.", "STRUCTS = ("]
+        o += [f"    {n}," for n in struct_names]
+        o += [")", "", f"# The {len(api.functions)} functions, in the order of the headers: name ->",
+              "# (restype, argtypes).", "FUNCTIONS = {"]
+        for header, items in header_sections(api):
+            fns = [it for it in items if it.kind == "function"]
+            if not fns:
+                continue
+            o.append(f"    # {header}")
+            for fn in fns:
+                sig = f"{fn.name}({', '.join(p.name for p in fn.params)})"
+                o += wrap(("Experimental (DAO_EXPERIMENTAL in C). " if fn.experimental
+                           else "") + f"{sig}: {fn.doc}", 100, "    #")
+                args = [self.ty(p.ctype) for p in fn.params]
+                one = f'    "{fn.name}": ({self.ty(fn.ret)}, ({", ".join(args)}' + \
+                    ("," if len(args) == 1 else "") + ")),"
+                if len(one) <= 100:
+                    o.append(one)
+                else:
+                    o.append(f'    "{fn.name}": ({self.ty(fn.ret)}, (')
+                    o += wrap_list("        ", args, ",)),", "        ")
+        o += ["}", ""]
+        text = "\n".join(o)
+        while "\n\n\n\n" in text:
+            text = text.replace("\n\n\n\n", "\n\n\n")
+        return text
+
+
+# ---------------------------------------------------------------------------
 
 def generate(root):
     api = read_api(root)
@@ -1187,6 +1367,7 @@ def generate(root):
         OUTPUTS["fortran"]: Fortran(api).emit(),
         OUTPUTS["rust"]: Rust(api).emit(),
         OUTPUTS["julia"]: Julia(api).emit(),
+        OUTPUTS["python"]: Python(api).emit(),
     }
 
 

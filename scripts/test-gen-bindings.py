@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
 """Tests `scripts/gen-bindings.py --check` (ctest: bindings_generated_check).
 
-On a copy of include/ and the three generated files in a scratch directory:
+On a copy of include/ and the four generated files in a scratch directory:
   1. --check passes on the unmodified copy;
   2. after a new DAO_API prototype is planted in a header of the copy,
      --check fails, writes nothing, and its diff names the new function in
-     each of the three files;
-  3. generating (without --check) declares the function in all three, and
+     each of the four files;
+  3. generating (without --check) declares the function in all four, and
      --check passes again.
 Exits 0 when all hold, 1 otherwise.
 """
@@ -21,7 +21,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 GEN = os.path.join(HERE, "gen-bindings.py")
 OUTPUTS = ["bindings/fortran/src/dao_c.f90", "bindings/rust/dao-sys/src/lib.rs",
-           "bindings/julia/Dao/src/capi.jl"]
+           "bindings/julia/Dao/src/capi.jl", "bindings/python/dao/_capi.py"]
 NEW = "dao_sim_planted_for_test"
 PROTOTYPE = f"""
 /**

@@ -6,7 +6,8 @@
 #      the dao tool, the examples, the installed package through pkg-config
 #      and CMake, the Doxygen docs with warnings as errors, a benchmark smoke
 #      run, and the checks of the house: layers only call down, the binding
-#      raw layers are generated from the headers, the sources are formatted);
+#      raw layers are generated from the headers, the sources are formatted;
+#      the Python package's unittest suites and its offline venv install);
 #   3. every test of libdao code again under AddressSanitizer +
 #      UndefinedBehaviorSanitizer, built with clang and its extra checks
 #      (pooled memory poisoned, so a use after free inside a pool is
@@ -40,6 +41,9 @@ need_file /usr/include/mimalloc.h libmimalloc-dev
 # The Fortran binding and the Julia binding's static checks.
 need_cmd gfortran gfortran
 need_cmd python3 python3
+# The Python package's tests: a fresh venv (with pip from Debian's wheels).
+need_file /usr/lib/python3/dist-packages/pip python3-pip
+python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || missing+=(python3-venv)
 # Partitioned memory over MPI (libdao-mpi and its mpirun tests).
 need_cmd mpicc libopenmpi-dev
 need_cmd mpirun openmpi-bin
@@ -105,7 +109,7 @@ if [ "${DAO_TEST_SANITIZERS:-1}" != "0" ]; then
   # header and docs checks (nothing runs), the install and ABI checks (a
   # sanitizer build is not a release), nor the bindings (their programs
   # would need the sanitizer runtime preloaded; clang's build has none).
-  run_ctest "$root/build-asan" -LE "bench|headers|docs|install|abi|rust|julia|fortran|soak|lint"
+  run_ctest "$root/build-asan" -LE "bench|headers|docs|install|abi|rust|julia|fortran|python|soak|lint"
   echo "== ThreadSanitizer"
   cmake -S "$root" -B "$root/build-tsan" -DCMAKE_BUILD_TYPE=Debug -DDAO_WERROR="$werror" \
     -DDAO_SANITIZE=thread -DDAO_BUILD_BENCH=OFF -DDAO_BUILD_EXAMPLES=OFF \
