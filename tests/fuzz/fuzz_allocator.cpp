@@ -87,6 +87,7 @@ const char* const kCachingKeys[][6] = {
     {"reserve_slack", "none", "0", "0.5", "2", "-1"},
     {"reserve_headroom", "none", "0", "0.1", "1", "x"},
     {"fast_reuse", "true", "false", "1", "on", "often"},
+    {"map_chunk", "auto", "2MiB", "20MiB", "1GiB", "0"},
 };
 const char* const kLimitKeys[][6] = {
     {"max_pool", "0", "1MiB", "4MiB", "16MiB", "lots"},

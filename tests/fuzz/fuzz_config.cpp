@@ -59,7 +59,7 @@ const strategy_model kModels[] = {
     {"caching",
      {"max_split_size", "roundup_power2_divisions", "garbage_collection_threshold",
       "memory_fraction", "max_pool", "expandable_segments", "reserve_slack", "reserve_headroom",
-      "fast_reuse"},
+      "fast_reuse", "map_chunk"},
      false},
     {"system", {}, false},
     {"limit", {"max_pool", "memory_fraction"}, true},
@@ -100,7 +100,7 @@ std::string base_key(const std::string& key) {
   return k;
 }
 
-enum class kind { size, number, boolean, none_or_number };
+enum class kind { size, number, boolean, none_or_number, auto_or_size };
 
 kind kind_of(const std::string& key) {
   if (key == "roundup_power2_divisions" || key == "garbage_collection_threshold" ||
@@ -108,6 +108,7 @@ kind kind_of(const std::string& key) {
     return kind::number;
   if (key == "expandable_segments" || key == "fast_reuse") return kind::boolean;
   if (key == "reserve_slack" || key == "reserve_headroom") return kind::none_or_number;
+  if (key == "map_chunk") return kind::auto_or_size;
   return kind::size;
 }
 
@@ -166,6 +167,11 @@ void check_value(const std::string& prefixed, const std::string& asked,
     case kind::none_or_number:
       same = (asked == "none") == (effective == "none") &&
              (asked == "none" || number_of(asked) == number_of(effective));
+      break;
+    case kind::auto_or_size:
+      same = (asked == "auto") == (effective == "auto") &&
+             (asked == "auto" ||
+              dao::detail::parse_size(asked, key) == dao::detail::parse_size(effective, key));
       break;
   }
   if (!same)
