@@ -33,6 +33,7 @@
 //     frees), after trims, and for all blocks at the end of the input.
 #include <algorithm>
 #include <cinttypes>
+#include <iterator>
 #include <map>
 #include <set>
 #include <string>
@@ -94,10 +95,10 @@ const char* const kLimitKeys[][6] = {
     {"memory_fraction", "0", "0.05", "0.25", "1", "1.5"},
 };
 const strategy_model kModels[] = {
-    {"buddy", semantics::frees_at_once, kBuddyKeys, 4},
-    {"caching", semantics::stream_ordered, kCachingKeys, 9},
+    {"buddy", semantics::frees_at_once, kBuddyKeys, static_cast<int>(std::size(kBuddyKeys))},
+    {"caching", semantics::stream_ordered, kCachingKeys, static_cast<int>(std::size(kCachingKeys))},
     {"system", semantics::frees_at_once, nullptr, 0},
-    {"limit", semantics::as_below, kLimitKeys, 2},
+    {"limit", semantics::as_below, kLimitKeys, static_cast<int>(std::size(kLimitKeys))},
 };
 static_assert(sizeof kModels / sizeof kModels[0] ==
                   sizeof kStrategyNames / sizeof kStrategyNames[0],
