@@ -19,5 +19,6 @@
 #include "dao/recycle.h"
 #include "dao/tiered.h"
 #include "dao/whole.h"
+#include "dao/trace.h"
 
 #endif /* DAO_H */

@@ -3,7 +3,7 @@
 
 libdao's layers call only down (docs/architecture.md):
 
-    capi  ->  recycle | tiered | whole  ->  strategy  ->  resource  ->  core  ->  util
+    capi  ->  recycle | tiered | whole  ->  strategy  ->  resource  ->  trace  ->  core  ->  util
 
 A file may include headers of its own folder, of any layer below, and the
 public headers (dao.h, dao/*.h). The three features sit side by side and do
@@ -21,12 +21,13 @@ import sys
 
 # Floor of each top-level folder of src/: higher floors may include lower.
 LAYERS = {
-    "capi": 6,
-    "recycle": 5,
-    "tiered": 5,
-    "whole": 5,
-    "strategy": 4,
-    "resource": 3,
+    "capi": 7,
+    "recycle": 6,
+    "tiered": 6,
+    "whole": 6,
+    "strategy": 5,
+    "resource": 4,
+    "trace": 3,
     "core": 2,
     "util": 1,
 }

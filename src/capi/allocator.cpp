@@ -3,6 +3,7 @@
 
 #include "capi/guard.hpp"
 #include "capi/handles.hpp"
+#include "capi/oom_observer.hpp"
 #include "capi/sized_struct.hpp"
 #include "core/callback_scope.hpp"
 #include "resource/stream.hpp"
@@ -45,12 +46,18 @@ extern "C" dao_status dao_allocator_create(dao_place place, const char* strategy
 extern "C" dao_status dao_allocator_alloc(dao_allocator* a, size_t size, dao_stream stream,
                                           void** ptr) {
   if (ptr != nullptr) *ptr = nullptr;
-  return guarded([&] {
+  strategy* failed = nullptr;
+  const dao_status status = guarded([&] {
     dao_allocator& h = checked_handle(a, "dao_allocator_alloc");
     require_non_null(ptr, "dao_allocator_alloc", "ptr");
+    refuse_inside_oom_callback(*h.impl, "dao_allocator_alloc");
     const stream_object* s = stream_of(stream, "dao_allocator_alloc");
+    failed = h.impl;
     if (size != 0) *ptr = h.impl->allocate(size, s);
   });
+  if (__builtin_expect(status == DAO_ERR_OUT_OF_MEMORY, 0) && failed != nullptr)
+    notify_oom(*failed, size, stream);
+  return status;
 }
 
 extern "C" dao_status dao_allocator_free(dao_allocator* a, void* ptr) {
@@ -125,6 +132,7 @@ extern "C" dao_status dao_allocator_info(dao_allocator* a, dao_place* place, con
 extern "C" dao_status dao_allocator_destroy(dao_allocator* a) {
   return guarded([&] {
     dao_allocator& h = checked_handle(a, "dao_allocator_destroy");
+    refuse_inside_oom_callback(*h.impl, "dao_allocator_destroy");
     if (h.place_default) {
       throw invalid_argument(strprintf(
           "dao_allocator_destroy: the default allocator of %s belongs to libdao and cannot be "

@@ -6,6 +6,7 @@
 
 #include "capi/guard.hpp"
 #include "capi/handles.hpp"
+#include "capi/oom_observer.hpp"
 #include "dao/memory.h"
 #include "resource/system_resource.hpp"
 #include "strategy/place_defaults.hpp"
@@ -37,11 +38,17 @@ dao_allocator& place_handle(dao_place place) {
 
 extern "C" dao_status dao_alloc(dao_place place, size_t size, void** ptr) {
   if (ptr != nullptr) *ptr = nullptr;
-  return guarded([&] {
+  strategy* failed = nullptr;
+  const dao_status status = guarded([&] {
     require_non_null(ptr, "dao_alloc", "ptr");
     strategy& s = place_strategy(place);
+    refuse_inside_oom_callback(s, "dao_alloc");
+    failed = &s;
     if (size != 0) *ptr = s.allocate(size, nullptr);
   });
+  if (__builtin_expect(status == DAO_ERR_OUT_OF_MEMORY, 0) && failed != nullptr)
+    notify_oom(*failed, size, nullptr);
+  return status;
 }
 
 extern "C" dao_status dao_free(dao_place place, void* ptr) {

@@ -10,10 +10,11 @@ namespace dao::detail {
 
 class callback_scope {
  public:
-  enum class kind { host_function, kernel, scoring };
+  enum class kind { host_function, kernel, scoring, oom };
 
   // `owner`: the stream_impl whose host function runs, or the tiered_pool
-  // whose kernel or scoring callback runs. `stream`: a kernel's compute
+  // whose kernel or scoring callback runs, or the strategy whose
+  // out-of-memory observer runs (issue 18). `stream`: a kernel's compute
   // stream handle (dao_stream_st*), else null. Only compared, never used.
   callback_scope(kind what, const void* owner, const void* stream = nullptr) noexcept
       : what_(what), owner_(owner), stream_(stream), outer_(current_) {

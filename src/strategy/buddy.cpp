@@ -236,7 +236,7 @@ void buddy_strategy::grow(int order, bool may_release_idle) {
   counters_.on_system_alloc(order_bytes(chunk_order));
 }
 
-void* buddy_strategy::allocate(std::size_t bytes, const stream_object*) {
+void* buddy_strategy::do_allocate(std::size_t bytes, const stream_object*) {
   if (bytes > options_.chunk_size) return allocate_large(bytes);
   const int order = order_for(bytes);
   std::lock_guard<fast_mutex> lock(mutex_);
@@ -306,7 +306,7 @@ void* buddy_strategy::allocate_large(std::size_t bytes) {
   return p;
 }
 
-void buddy_strategy::deallocate(void* p) {
+void buddy_strategy::do_deallocate(void* p) {
   const auto addr = reinterpret_cast<std::uintptr_t>(p);
   std::lock_guard<fast_mutex> lock(mutex_);
   std::uint32_t index = by_address_.find(addr);
@@ -382,7 +382,7 @@ std::size_t buddy_strategy::release_free_chunks() {
   return released;
 }
 
-std::size_t buddy_strategy::trim() {
+std::size_t buddy_strategy::do_trim() {
   std::lock_guard<fast_mutex> lock(mutex_);
   return release_free_chunks();
 }

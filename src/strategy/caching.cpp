@@ -262,7 +262,7 @@ std::uint32_t caching_strategy::obtain_block(std::unique_lock<fast_mutex>& lock,
                       : "the allocator's limit (max_pool or memory_fraction) would be exceeded");
 }
 
-void* caching_strategy::allocate(std::size_t bytes, const stream_object* stream) {
+void* caching_strategy::do_allocate(std::size_t bytes, const stream_object* stream) {
   if (bytes > (SIZE_MAX >> 2)) {
     std::lock_guard<fast_mutex> lock(mutex_);
     ++stats_.counters().failed_alloc_count;
@@ -292,7 +292,7 @@ void* caching_strategy::allocate(std::size_t bytes, const stream_object* stream)
   return reinterpret_cast<void*>(b.addr);
 }
 
-void caching_strategy::deallocate(void* p) {
+void caching_strategy::do_deallocate(void* p) {
   const auto addr = reinterpret_cast<std::uintptr_t>(p);
   std::unique_lock<fast_mutex> lock(mutex_);
   // With fast reuse a block keeps its map entry until it is merged: a
@@ -404,7 +404,7 @@ void caching_strategy::process_events(bool wait) {
   });
 }
 
-void caching_strategy::record_stream(void* p, const stream_object* stream) {
+void caching_strategy::do_record_stream(void* p, const stream_object* stream) {
   std::lock_guard<fast_mutex> lock(mutex_);
   const std::uint32_t index = find_live(p);
   block& b = blocks_[index];
@@ -437,7 +437,7 @@ std::size_t caching_strategy::usable_size(const void* p) const {
 // Waits for the streams without the lock (a host function on one of them
 // may call this allocator: issue 20), then gives back what they have
 // settled; work queued meanwhile keeps its pool's memory cached.
-std::size_t caching_strategy::trim() {
+std::size_t caching_strategy::do_trim() {
   std::unique_lock<fast_mutex> lock(mutex_);
   wait_unlocked(lock);
   process_events(false);

@@ -45,7 +45,7 @@ class caching_strategy final : public strategy {
 
   DAO_STRATEGY_POOL_METHODS_;
   bool stat(int metric, int pool, dao_stat& out) const override;
-  void record_stream(void* p, const stream_object* stream) override;
+  void do_record_stream(void* p, const stream_object* stream) override;
   std::unique_ptr<snapshot_data> snapshot() const override;
   bool destroy_waits_for(const void* stream) const override;
   const char* name() const noexcept override { return "caching"; }

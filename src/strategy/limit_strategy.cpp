@@ -7,7 +7,7 @@
 
 namespace dao::detail {
 
-void* limit_strategy::allocate(std::size_t bytes, const stream_object* stream) {
+void* limit_strategy::do_allocate(std::size_t bytes, const stream_object* stream) {
   try {
     limit_.take(bytes, "allocating");
   } catch (const out_of_memory&) {
@@ -37,7 +37,7 @@ void* limit_strategy::allocate(std::size_t bytes, const stream_object* stream) {
   return p;
 }
 
-void limit_strategy::deallocate(void* p) {
+void limit_strategy::do_deallocate(void* p) {
   const std::size_t usable = inner_.usable_size(p);  // throws for a bad pointer
   inner_.deallocate(p);
   limit_.give(usable);

@@ -20,17 +20,17 @@ class limit_strategy final : public strategy {
   limit_strategy(strategy_source& below, const limit_spec& spec) noexcept
       : strategy(below), inner_(below.inner()), limit_(below, spec) {}
 
-  void* allocate(std::size_t bytes, const stream_object* stream) override;
-  void deallocate(void* p) override;
+  void* do_allocate(std::size_t bytes, const stream_object* stream) override;
+  void do_deallocate(void* p) override;
   std::size_t usable_size(const void* p) const override { return inner_.usable_size(p); }
-  std::size_t trim() override { return inner_.trim(); }
+  std::size_t do_trim() override { return inner_.trim(); }
   allocator_counters counters() const override;
   void reset_peaks() override { inner_.reset_peaks(); }
   void reset_accumulated() override;
   bool stat(int metric, int pool, dao_stat& out) const override {
     return inner_.stat(metric, pool, out);
   }
-  void record_stream(void* p, const stream_object* stream) override {
+  void do_record_stream(void* p, const stream_object* stream) override {
     inner_.record_stream(p, stream);
   }
   std::unique_ptr<snapshot_data> snapshot() const override { return inner_.snapshot(); }

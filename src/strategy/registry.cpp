@@ -10,6 +10,7 @@
 #include "strategy/limit_strategy.hpp"
 #include "strategy/strategy_list.h"
 #include "strategy/strategy_source.hpp"
+#include "strategy/trace_source.hpp"
 #include "strategy/system.hpp"
 #include "util/format.hpp"
 
@@ -115,11 +116,19 @@ std::unique_ptr<strategy> make_strategy(std::string_view name, system_resource& 
       throw invalid_argument(strprintf("%s: upstream: %s", context.c_str(), e.what()));
     }
   }
-  memory_source& upstream = below ? static_cast<memory_source&>(*below) : place;
+  // The bottom strategy takes its memory through a trace_source, so that
+  // a recording sees every map and unmap of the stack (issue 18); one
+  // above another is recorded through the top one only.
+  std::unique_ptr<trace_source> traced_place;
+  if (below) below->inner().set_traced(false);
+  else traced_place = std::make_unique<trace_source>(place);
+  memory_source& upstream = below ? static_cast<memory_source&>(*below) : *traced_place;
   std::unique_ptr<strategy> made = entry.make(upstream, below.get(), cfg);
   if (below) {
     const strategy* inner = &below->inner();
     made->adopt_upstream(std::move(below), inner);
+  } else {
+    made->adopt_upstream(std::move(traced_place), nullptr);
   }
   return made;
 }

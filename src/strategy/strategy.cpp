@@ -16,7 +16,7 @@ bool strategy::stat(int metric, int pool, dao_stat& out) const {
   return true;
 }
 
-void strategy::record_stream(void* p, const stream_object*) {
+void strategy::do_record_stream(void* p, const stream_object*) {
   usable_size(p);  // a bad pointer is reported as such first
   throw unsupported(strprintf(
       "%s allocator on %s is not stream-ordered: it hands memory back at once on free, so "

@@ -7,8 +7,10 @@
 #pragma once
 
 #include <cstddef>
+#include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -16,6 +18,7 @@
 #include "dao/stream.h"
 #include "resource/memory_source.hpp"
 #include "resource/stream.hpp"
+#include "trace/recorder.hpp"
 
 namespace dao::detail {
 
@@ -155,18 +158,35 @@ class strategy {
   strategy(const strategy&) = delete;
   strategy& operator=(const strategy&) = delete;
 
+  // The four calls that change what is allocated. Each is one branch on
+  // the recorder's flag (trace/recorder.hpp) around the strategy's own
+  // do_*() below: with recording off, nothing else (issue 18).
+  //
   // `bytes` > 0. Returns memory aligned to >= kMinAlignment or throws
   // out_of_memory / backend_error; on failure nothing changes.
-  virtual void* allocate(std::size_t bytes, const stream_object* stream) = 0;
-
+  void* allocate(std::size_t bytes, const stream_object* stream) {
+    if (__builtin_expect(trace::active(), 0)) return traced_allocate(bytes, stream);
+    return do_allocate(bytes, stream);
+  }
   // Throws invalid_pointer, changing nothing, if `p` is not live here.
-  virtual void deallocate(void* p) = 0;
+  void deallocate(void* p) {
+    if (__builtin_expect(trace::active(), 0)) return traced_deallocate(p);
+    do_deallocate(p);
+  }
+  // Gives cached memory back to the upstream; returns the bytes released.
+  std::size_t trim() {
+    if (__builtin_expect(trace::active(), 0)) return traced_trim();
+    return do_trim();
+  }
+  // Stream-ordered strategies override do_record_stream(); the default
+  // throws unsupported (after checking that `p` is live).
+  void record_stream(void* p, const stream_object* stream) {
+    if (__builtin_expect(trace::active(), 0)) return traced_record_stream(p, stream);
+    do_record_stream(p, stream);
+  }
 
   // Size of the live block at `p`; throws invalid_pointer otherwise.
   virtual std::size_t usable_size(const void* p) const = 0;
-
-  // Gives cached memory back to the upstream; returns the bytes released.
-  virtual std::size_t trim() = 0;
 
   virtual allocator_counters counters() const = 0;
   virtual void reset_peaks() = 0;
@@ -176,9 +196,8 @@ class strategy {
   // default serves DAO_STAT_POOL_ALL from counters().
   virtual bool stat(int metric, int pool, dao_stat& out) const;
 
-  // Stream-ordered strategies override these two; the defaults throw
-  // unsupported (after checking that `p` is live).
-  virtual void record_stream(void* p, const stream_object* stream);
+  // Stream-ordered strategies override this; the default throws
+  // unsupported.
   virtual std::unique_ptr<snapshot_data> snapshot() const;
   // Whether destroying this strategy waits for the stream whose
   // implementation is `stream` (stream_impl*, compared only): a host
@@ -208,8 +227,46 @@ class strategy {
   // The strategy this one takes its memory from, or nullptr.
   const strategy* below() const noexcept { return below_; }
 
+  // --- recording (issue 18) ---
+  // A strategy that serves another (`upstream=`) is recorded through the
+  // one above it: its own calls are not (make_strategy() says so).
+  void set_traced(bool traced) noexcept { traced_ = traced; }
+  // This allocator's id in the running recording (registering it on first
+  // use); 0 when nothing records or it is not traced.
+  std::uint32_t trace_id();
+
+  // An out-of-memory observer (dao_allocator_set_oom_callback): opaque to
+  // this layer, kept here so that every path to the strategy (an allocator
+  // handle, dao_alloc on a place) finds it. Replaced ones are kept until
+  // the strategy dies: a thread may still be calling one.
+  struct oom_observer {
+    void (*fn)(void*, std::size_t, void*, void*) = nullptr;  // the C callback, cast back above
+    void* user_data = nullptr;
+    void* handle = nullptr;  // the dao_allocator it was set on
+  };
+  const oom_observer* observer() const noexcept {
+    return observer_.load(std::memory_order_acquire);
+  }
+  void set_observer(const oom_observer& o);
+
+ protected:
+  virtual void* do_allocate(std::size_t bytes, const stream_object* stream) = 0;
+  virtual void do_deallocate(void* p) = 0;
+  virtual std::size_t do_trim() = 0;
+  virtual void do_record_stream(void* p, const stream_object* stream);
+
  private:
+  void* traced_allocate(std::size_t bytes, const stream_object* stream);
+  void traced_deallocate(void* p);
+  std::size_t traced_trim();
+  void traced_record_stream(void* p, const stream_object* stream);
+
   memory_source& upstream_;
+  bool traced_ = true;
+  std::atomic<std::uint64_t> trace_slot_{0};
+  std::atomic<const oom_observer*> observer_{nullptr};
+  std::mutex observers_mutex_;
+  std::vector<std::unique_ptr<oom_observer>> observers_;
   std::unique_ptr<memory_source> owned_upstream_;
   const strategy* below_ = nullptr;
 };
@@ -218,11 +275,11 @@ class strategy {
 
 // The declarations of the methods a pooling strategy (one that keeps memory
 // of its own) overrides, the same in each: write them once.
-#define DAO_STRATEGY_POOL_METHODS_                                         \
-  void* allocate(std::size_t bytes, const stream_object* stream) override; \
-  void deallocate(void* p) override;                                       \
-  std::size_t usable_size(const void* p) const override;                   \
-  std::size_t trim() override;                                             \
-  allocator_counters counters() const override;                            \
-  void reset_peaks() override;                                             \
+#define DAO_STRATEGY_POOL_METHODS_                                            \
+  void* do_allocate(std::size_t bytes, const stream_object* stream) override; \
+  void do_deallocate(void* p) override;                                       \
+  std::size_t usable_size(const void* p) const override;                      \
+  std::size_t do_trim() override;                                             \
+  allocator_counters counters() const override;                               \
+  void reset_peaks() override;                                                \
   void reset_accumulated() override

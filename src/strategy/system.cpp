@@ -14,7 +14,7 @@ system_strategy::~system_strategy() {
   for (const auto& [p, bytes] : live_) upstream().deallocate(const_cast<void*>(p), bytes);
 }
 
-void* system_strategy::allocate(std::size_t bytes, const stream_object*) {
+void* system_strategy::do_allocate(std::size_t bytes, const stream_object*) {
   std::lock_guard<std::mutex> lock(mutex_);
   live_.reserve(live_.size() + 1);
   void* p = nullptr;
@@ -38,7 +38,7 @@ void* system_strategy::allocate(std::size_t bytes, const stream_object*) {
   return p;
 }
 
-void system_strategy::deallocate(void* p) {
+void system_strategy::do_deallocate(void* p) {
   std::lock_guard<std::mutex> lock(mutex_);
   auto it = live_.find(p);
   if (it == live_.end()) {

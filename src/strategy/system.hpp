@@ -15,10 +15,10 @@ class system_strategy final : public strategy {
   explicit system_strategy(memory_source& upstream);  // takes no config keys
   ~system_strategy() override;
 
-  void* allocate(std::size_t bytes, const stream_object* stream) override;
-  void deallocate(void* p) override;
+  void* do_allocate(std::size_t bytes, const stream_object* stream) override;
+  void do_deallocate(void* p) override;
   std::size_t usable_size(const void* p) const override;
-  std::size_t trim() override { return 0; }
+  std::size_t do_trim() override { return 0; }
   allocator_counters counters() const override;
   void reset_peaks() override;
   void reset_accumulated() override;

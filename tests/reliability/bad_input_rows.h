@@ -2572,5 +2572,67 @@ ROW(tiered_destroy_handle_type, "dao_tiered_destroy", "handle of another type (a
   BAD(dao_tiered_destroy((dao_tiered *)named(f, f->pool)));
 })
 
+/* ========================================================================= */
+/* trace.h: the memory history (issue 18)                                     */
+
+ROW(trace_start_null, "dao_trace_start", "NULL path", DAO_ERR_INVALID_ARGUMENT, "path",
+    { BAD(dao_trace_start(NULL, NULL)); })
+
+ROW(trace_start_empty, "dao_trace_start", "empty path", DAO_ERR_INVALID_ARGUMENT, "path",
+    { BAD(dao_trace_start("", NULL)); })
+
+ROW(trace_start_unwritable, "dao_trace_start", "a path in a folder that does not exist",
+    DAO_ERR_INVALID_ARGUMENT, "cannot open",
+    { BAD(dao_trace_start("/nonexistent-dao-folder/trace.jsonl", NULL)); })
+
+ROW(trace_start_options, "dao_trace_start",
+    "malformed options (unknown key, ring too small, flush_ms 0, depth 65, stacks=maybe)",
+    DAO_ERR_INVALID_ARGUMENT, "trace options", {
+  BAD(dao_trace_start("bad_input_trace.jsonl", "colour=blue"));
+  BAD(dao_trace_start("bad_input_trace.jsonl", "ring=1KiB"));
+  BAD(dao_trace_start("bad_input_trace.jsonl", "flush_ms=0"));
+  BAD(dao_trace_start("bad_input_trace.jsonl", "depth=65"));
+  BAD(dao_trace_start("bad_input_trace.jsonl", "stacks=maybe"));
+})
+
+ROW(trace_start_running, "dao_trace_start", "a recording runs already", DAO_ERR_INVALID_STATE,
+    "running", {
+  OK(dao_trace_start("bad_input_trace.jsonl", NULL));
+  BAD(dao_trace_start("bad_input_trace2.jsonl", NULL));
+  OK(dao_trace_stop());
+})
+
+ROW(trace_stop_none, "dao_trace_stop", "no recording runs", DAO_ERR_INVALID_STATE,
+    "no recording", { BAD(dao_trace_stop()); })
+
+ROW(trace_flush_none, "dao_trace_flush", "no recording runs", DAO_ERR_INVALID_STATE,
+    "no recording", { BAD(dao_trace_flush()); })
+
+ROW(trace_mark_null, "dao_trace_mark", "NULL text", DAO_ERR_INVALID_ARGUMENT, "text",
+    { BAD(dao_trace_mark(NULL)); })
+
+ROW(trace_get_stats_null, "dao_trace_get_stats", "NULL out-param stats",
+    DAO_ERR_INVALID_ARGUMENT, "stats", { BAD(dao_trace_get_stats(NULL)); })
+
+ROW(trace_get_stats_struct_size, "dao_trace_get_stats", "wrong struct_size (0, sizeof - 8)",
+    DAO_ERR_INVALID_ARGUMENT, "struct_size", {
+  dao_trace_stats s;
+  memset(&s, 0x5A, sizeof s);
+  s.struct_size = 0;
+  BAD(dao_trace_get_stats(&s));
+  s.struct_size = sizeof s - 8;
+  BAD(dao_trace_get_stats(&s));
+  if (s.records != 0x5A5A5A5A5A5A5A5Aull) note("stats was written on failure");
+})
+
+ROW(set_oom_callback_null, "dao_allocator_set_oom_callback", "NULL handle",
+    DAO_ERR_INVALID_ARGUMENT, "allocator", { BAD(dao_allocator_set_oom_callback(NULL, NULL, NULL)); })
+
+ROW(set_oom_callback_fake, "dao_allocator_set_oom_callback", "garbage handle (aligned, odd)",
+    DAO_ERR_INVALID_ARGUMENT, NULL, {
+  BAD(dao_allocator_set_oom_callback(fake(f), NULL, NULL));
+  BAD(dao_allocator_set_oom_callback(misaligned(f), NULL, NULL));
+})
+
 /* Partitioned memory (dao_comm_*, dao_whole_*). */
 #include "whole/bad_input_rows_whole.h"

@@ -288,13 +288,25 @@ module dao_c
     type(c_funptr) :: window_put_many = c_null_funptr
   end type dao_comm_transport
 
+  ! --- trace.h ---
+
+  !> What the recording has done (C: dao_trace_stats).
+  type, bind(C), public :: dao_trace_stats
+    integer(c_size_t) :: struct_size = 0
+    integer(c_int) :: active = 0
+    integer(c_int64_t) :: records = 0
+    integer(c_int64_t) :: lost = 0
+    integer(c_int64_t) :: pending = 0
+    integer(c_int64_t) :: bytes_written = 0
+  end type dao_trace_stats
+
   !> UINT64_MAX as it reads in a signed 64-bit Fortran integer (Fortran has
   !> no unsigned types): for example dao_tensor_access_info%next_use.
   integer(c_int64_t), parameter, public :: DAO_UINT64_MAX = -1_c_int64_t
 
   ! --- callbacks: write a bind(C) procedure with one of these interfaces
   !     and pass c_funloc of it. ---
-  public :: dao_host_fn, dao_kernel_fn, dao_score_fn
+  public :: dao_host_fn, dao_kernel_fn, dao_score_fn, dao_oom_callback
   abstract interface
     !> A host function run in stream order by dao_launch_host_func() (C: dao_host_fn).
     subroutine dao_host_fn(user_data) bind(C)
@@ -324,9 +336,18 @@ module dao_c
       type(dao_tensor_access_info), intent(in) :: info
       real(c_double) :: r
     end function dao_score_fn
+
+    !> An out-of-memory observer (C: dao_oom_callback).
+    subroutine dao_oom_callback(allocator, size, stream, user_data) bind(C)
+      import :: c_size_t, c_ptr
+      type(c_ptr), value :: allocator
+      integer(c_size_t), value :: size
+      type(c_ptr), value :: stream
+      type(c_ptr), value :: user_data
+    end subroutine dao_oom_callback
   end interface
 
-  ! --- the 112 functions, by header ---
+  ! --- the 118 functions, by header ---
   ! version.h (2)
   public :: dao_version_number, dao_version_string
   ! status.h (2)
@@ -372,6 +393,9 @@ module dao_c
             dao_whole_get_local, dao_whole_get_rank_pointer, dao_whole_get_base, dao_whole_gather, &
             dao_whole_scatter, dao_whole_store, dao_whole_load, dao_comm_create_transport, &
             dao_comm_transport_error
+  ! trace.h (6)
+  public :: dao_trace_start, dao_trace_stop, dao_trace_flush, dao_trace_mark, dao_trace_get_stats, &
+            dao_allocator_set_oom_callback
 
   interface
     ! --------------------------------------------------------------- version.h
@@ -1353,5 +1377,52 @@ module dao_c
       character(kind=c_char), dimension(*), intent(in), optional :: message
       integer(c_int) :: r
     end function dao_comm_transport_error
+
+    ! ----------------------------------------------------------------- trace.h
+    !> Start recording every allocator's history to a file.
+    function dao_trace_start(path, options) bind(C, name="dao_trace_start") result(r)
+      import :: c_int, c_char
+      character(kind=c_char), dimension(*), intent(in) :: path
+      character(kind=c_char), dimension(*), intent(in) :: options
+      integer(c_int) :: r
+    end function dao_trace_start
+
+    !> Stop the recording: write what the ring holds, an `end` record, and close the file.
+    function dao_trace_stop() bind(C, name="dao_trace_stop") result(r)
+      import :: c_int
+      integer(c_int) :: r
+    end function dao_trace_stop
+
+    !> Write every record taken so far to the file now, without stopping.
+    function dao_trace_flush() bind(C, name="dao_trace_flush") result(r)
+      import :: c_int
+      integer(c_int) :: r
+    end function dao_trace_flush
+
+    !> Put a note in the history (a `mark` record), for example the name of a phase of the program.
+    function dao_trace_mark(text) bind(C, name="dao_trace_mark") result(r)
+      import :: c_int, c_char
+      character(kind=c_char), dimension(*), intent(in) :: text
+      integer(c_int) :: r
+    end function dao_trace_mark
+
+    !> Read the recording's counts: of the running recording, or of the last one after it stopped
+    !> (all 0 before any).
+    function dao_trace_get_stats(stats) bind(C, name="dao_trace_get_stats") result(r)
+      import :: c_int, dao_trace_stats
+      type(dao_trace_stats), intent(inout) :: stats
+      integer(c_int) :: r
+    end function dao_trace_get_stats
+
+    !> Call fn each time an allocation from a fails for lack of memory, as PyTorch's out-of-memory
+    !> observer.
+    function dao_allocator_set_oom_callback(a, fn, user_data) &
+        bind(C, name="dao_allocator_set_oom_callback") result(r)
+      import :: c_int, c_ptr, c_funptr
+      type(c_ptr), value :: a
+      type(c_funptr), value :: fn
+      type(c_ptr), value :: user_data
+      integer(c_int) :: r
+    end function dao_allocator_set_oom_callback
   end interface
 end module dao_c

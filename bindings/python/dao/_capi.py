@@ -409,6 +409,24 @@ class dao_comm_transport(Structure):
     ]
 
 
+# --- trace.h -----------------------------------------------------------------
+
+class dao_trace_stats(Structure):
+    """What the recording has done."""
+    _fields_ = [
+        ("struct_size", c_size_t),
+        ("active", c_int),
+        ("records", c_uint64),
+        ("lost", c_uint64),
+        ("pending", c_uint64),
+        ("bytes_written", c_uint64),
+    ]
+
+
+# dao_oom_callback: An out-of-memory observer.
+dao_oom_callback = CFUNCTYPE(None, c_void_p, c_size_t, c_void_p, c_void_p)
+
+
 # Status number -> its name (codes this version knows).
 STATUS_NAMES = {
     0: "DAO_OK",
@@ -442,9 +460,10 @@ STRUCTS = (
     dao_whole_info,
     dao_comm_info,
     dao_comm_transport,
+    dao_trace_stats,
 )
 
-# The 112 functions, in the order of the headers: name ->
+# The 118 functions, in the order of the headers: name ->
 # (restype, argtypes).
 FUNCTIONS = {
     # version.h
@@ -743,4 +762,21 @@ FUNCTIONS = {
     # failure for dao_last_error() on the calling thread, for a transport library whose own entry
     # point fails before it can hand libdao a transport (for example MPI not initialised).
     "dao_comm_transport_error": (dao_status, (dao_status, c_char_p)),
+    # trace.h
+    # dao_trace_start(path, options): Start recording every allocator's history to a file.
+    "dao_trace_start": (dao_status, (c_char_p, c_char_p)),
+    # dao_trace_stop(): Stop the recording: write what the ring holds, an `end` record, and close
+    # the file.
+    "dao_trace_stop": (dao_status, ()),
+    # dao_trace_flush(): Write every record taken so far to the file now, without stopping.
+    "dao_trace_flush": (dao_status, ()),
+    # dao_trace_mark(text): Put a note in the history (a `mark` record), for example the name of a
+    # phase of the program.
+    "dao_trace_mark": (dao_status, (c_char_p,)),
+    # dao_trace_get_stats(stats): Read the recording's counts: of the running recording, or of the
+    # last one after it stopped (all 0 before any).
+    "dao_trace_get_stats": (dao_status, (POINTER(dao_trace_stats),)),
+    # dao_allocator_set_oom_callback(a, fn, user_data): Call fn each time an allocation from a fails
+    # for lack of memory, as PyTorch's out-of-memory observer.
+    "dao_allocator_set_oom_callback": (dao_status, (c_void_p, dao_oom_callback, c_void_p)),
 }

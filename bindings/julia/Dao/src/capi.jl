@@ -368,8 +368,25 @@ struct CommTransport
     window_put_many::Ptr{Cvoid}
 end
 
+# --- trace.h -----------------------------------------------------------------
+
+"""
+    TraceStats
+
+What the recording has done (C `dao_trace_stats`).
+"""
+struct TraceStats
+    # C layout: dao_trace_stats
+    struct_size::Csize_t
+    active::Cint
+    records::UInt64
+    lost::UInt64
+    pending::UInt64
+    bytes_written::UInt64
+end
+
 # =============================================================================
-# The 112 functions, in the order of the headers.
+# The 118 functions, in the order of the headers.
 # =============================================================================
 
 # --- version.h ---
@@ -805,3 +822,24 @@ dao_comm_create_transport(transport, place, out) =
 # example MPI not initialised).
 dao_comm_transport_error(status, message) =
     ccall((:dao_comm_transport_error, libdao), Cint, (Cint, Ptr{UInt8}), status, message)
+
+# --- trace.h ---
+# Start recording every allocator's history to a file.
+dao_trace_start(path, options) =
+    @gcsafe ccall((:dao_trace_start, libdao), Cint, (Ptr{UInt8}, Ptr{UInt8}), path, options)
+# Stop the recording: write what the ring holds, an `end` record, and close the file.
+dao_trace_stop() = @gcsafe ccall((:dao_trace_stop, libdao), Cint, ())
+# Write every record taken so far to the file now, without stopping.
+dao_trace_flush() = @gcsafe ccall((:dao_trace_flush, libdao), Cint, ())
+# Put a note in the history (a `mark` record), for example the name of a phase of the program.
+dao_trace_mark(text) = @gcsafe ccall((:dao_trace_mark, libdao), Cint, (Ptr{UInt8},), text)
+# Read the recording's counts: of the running recording, or of the last one after it stopped (all 0
+# before any).
+dao_trace_get_stats(stats) =
+    @gcsafe ccall((:dao_trace_get_stats, libdao), Cint, (Ptr{TraceStats},), stats)
+# Call fn each time an allocation from a fails for lack of memory, as PyTorch's out-of-memory
+# observer.
+dao_allocator_set_oom_callback(a, fn, user_data) =
+    @gcsafe ccall((:dao_allocator_set_oom_callback, libdao), Cint,
+                  (Ptr{Cvoid}, Ptr{Cvoid}, Ptr{Cvoid}),
+                  a, fn, user_data)

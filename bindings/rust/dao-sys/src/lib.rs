@@ -735,6 +735,36 @@ pub struct dao_comm_transport {
     >,
 }
 
+// ------------------------------------------------------------------ trace.h
+
+/// `dao_trace_stats`: What the recording has done.
+#[repr(C)]
+#[derive(Debug, Copy, Clone, Default, PartialEq, Eq, Hash)]
+pub struct dao_trace_stats {
+    /// In: sizeof(dao_trace_stats).
+    pub struct_size: usize,
+    /// 1 while a recording runs.
+    pub active: c_int,
+    /// Records written to the file (lines after the header).
+    pub records: u64,
+    /// Records dropped because the ring was full.
+    pub lost: u64,
+    /// Records in the ring, not yet written.
+    pub pending: u64,
+    /// Bytes written to the file.
+    pub bytes_written: u64,
+}
+
+/// `dao_oom_callback`: An out-of-memory observer.
+pub type dao_oom_callback = Option<
+    unsafe extern "C" fn(
+        allocator: *mut dao_allocator,
+        size: usize,
+        stream: dao_stream,
+        user_data: *mut c_void,
+    ),
+>;
+
 // --------------------------------------------------------------- functions
 
 extern "C" {
@@ -1190,4 +1220,24 @@ extern "C" {
     /// thread, for a transport library whose own entry point fails before it can hand libdao a
     /// transport (for example MPI not initialised).
     pub fn dao_comm_transport_error(status: dao_status, message: *const c_char) -> dao_status;
+
+    // trace.h
+    /// Start recording every allocator's history to a file.
+    pub fn dao_trace_start(path: *const c_char, options: *const c_char) -> dao_status;
+    /// Stop the recording: write what the ring holds, an `end` record, and close the file.
+    pub fn dao_trace_stop() -> dao_status;
+    /// Write every record taken so far to the file now, without stopping.
+    pub fn dao_trace_flush() -> dao_status;
+    /// Put a note in the history (a `mark` record), for example the name of a phase of the program.
+    pub fn dao_trace_mark(text: *const c_char) -> dao_status;
+    /// Read the recording's counts: of the running recording, or of the last one after it stopped
+    /// (all 0 before any).
+    pub fn dao_trace_get_stats(stats: *mut dao_trace_stats) -> dao_status;
+    /// Call fn each time an allocation from a fails for lack of memory, as PyTorch's out-of-memory
+    /// observer.
+    pub fn dao_allocator_set_oom_callback(
+        a: *mut dao_allocator,
+        fn_: dao_oom_callback,
+        user_data: *mut c_void,
+    ) -> dao_status;
 }

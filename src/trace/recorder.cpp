@@ -1,0 +1,399 @@
+// The recorder's hot path and its control: claiming cells, stacks,
+// allocator registration, start/stop/mark/flush/status, DAO_TRACE at load
+// and the stop at exit (see recorder.hpp).
+#include "trace/recorder.hpp"
+
+#include <execinfo.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+
+#include "core/config.hpp"
+#include "core/error.hpp"
+#include "trace/state.hpp"
+#include "util/format.hpp"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <x86intrin.h>
+#define DAO_TRACE_TSC 1
+#endif
+
+namespace dao::detail::trace {
+
+std::atomic<bool> g_active{false};
+std::atomic<ring*> g_ring{nullptr};
+std::atomic<bool> g_stacks{false};
+
+namespace {
+
+std::atomic<std::uint32_t> g_session{0};
+std::atomic<std::uint32_t> g_next_tid{0};
+std::mutex g_control;  // start / stop / flush
+
+std::uint32_t thread_number() noexcept {
+  static thread_local std::uint32_t tid = 0;
+  if (tid == 0) tid = g_next_tid.fetch_add(1, std::memory_order_relaxed) + 1;
+  return tid;
+}
+
+cell* claim_cell() noexcept {
+  ring* r = g_ring.load(std::memory_order_acquire);
+  if (r == nullptr) return nullptr;
+  cell* c = r->claim();
+  if (c == nullptr) the_recording().lost.fetch_add(1, std::memory_order_relaxed);
+  return c;
+}
+
+void fill(cell& c, const event& e) noexcept {
+  c.what = static_cast<std::uint8_t>(e.what);
+  c.clock = clock_now();
+  c.ptr = e.ptr;
+  c.size = e.size;
+  c.req = e.req;
+  c.extra = reinterpret_cast<std::uintptr_t>(e.stream_handle);
+  c.allocator = e.allocator;
+  c.stream = static_cast<std::uint32_t>(e.stream_id);
+  c.tid = thread_number();
+  c.stack = 0;
+  if ((e.what == kind::alloc || e.what == kind::free) && g_stacks.load(std::memory_order_relaxed))
+    c.stack = stack_id_here(the_recording());
+}
+
+std::uint64_t take_text(recording& r, const char* text) noexcept {
+  try {
+    std::lock_guard<std::mutex> lock(r.tables_mutex);
+    if (r.texts.size() >= kMaxPendingTexts) return 0;
+    const std::uint64_t n = r.next_text++;
+    r.texts.emplace(n, text);
+    return n;
+  } catch (...) {  // out of host memory: the record goes without its text
+    return 0;
+  }
+}
+
+}  // namespace
+
+recording& the_recording() {
+  static recording* r = new recording();  // never destroyed: see state.hpp
+  return *r;
+}
+
+std::uint64_t monotonic_ns() noexcept {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<std::uint64_t>(ts.tv_sec) * 1000000000ull +
+         static_cast<std::uint64_t>(ts.tv_nsec);
+}
+
+std::uint64_t clock_now() noexcept {
+#ifdef DAO_TRACE_TSC
+  return __rdtsc();
+#else
+  return monotonic_ns();
+#endif
+}
+
+// --- stacks -----------------------------------------------------------------
+
+std::uint32_t stack_id_here(recording& r) noexcept {
+  void* frames[kMaxDepth + 4];
+  const unsigned depth = r.opts.depth;
+  int n = backtrace(frames, static_cast<int>(depth + 3));
+  // Leave out the recorder's own frames (this function, fill, and record or
+  // commit) and the strategy layer's traced wrapper when present.
+  const int skip = n > 3 ? 3 : 0;
+  std::uint64_t h = 1469598103934665603ull;
+  for (int i = skip; i < n; ++i) {
+    h ^= reinterpret_cast<std::uintptr_t>(frames[i]);
+    h *= 1099511628211ull;
+  }
+  if (h == 0) h = 1;
+  try {
+    std::lock_guard<std::mutex> lock(r.tables_mutex);
+    stack_table& t = r.stacks;
+    const std::size_t mask = t.hashes.size() - 1;
+    for (std::size_t i = h & mask;; i = (i + 1) & mask) {
+      if (t.hashes[i] == h) return t.ids[i];
+      if (t.hashes[i] == 0) {
+        if (t.frames.size() >= kMaxStacks) return 0;
+        t.frames.emplace_back(frames + skip, frames + n);
+        t.hashes[i] = h;
+        t.ids[i] = static_cast<std::uint32_t>(t.frames.size());  // id + 1
+        return t.ids[i];
+      }
+    }
+  } catch (...) {
+    return 0;
+  }
+}
+
+// --- the hot path -------------------------------------------------------------
+
+void pending::commit(const event& e) noexcept {
+  if (cell_ == nullptr) return;
+  cell& c = *static_cast<cell*>(cell_);
+  fill(c, e);
+  ring::publish(c);
+  cell_ = nullptr;
+}
+
+void pending::cancel() noexcept {
+  if (cell_ == nullptr) return;
+  cell& c = *static_cast<cell*>(cell_);
+  c.what = static_cast<std::uint8_t>(kind::skip);
+  ring::publish(c);
+  cell_ = nullptr;
+}
+
+pending claim() noexcept { return pending(claim_cell()); }
+
+void record(const event& e) noexcept {
+  cell* c = claim_cell();
+  if (c == nullptr) return;
+  fill(*c, e);
+  ring::publish(*c);
+}
+
+void record_oom(std::uint32_t allocator, std::uint64_t size, std::uint64_t stream_id,
+                std::uint64_t free_bytes, const char* message) noexcept {
+  event e;
+  e.what = kind::oom;
+  e.allocator = allocator;
+  e.size = size;
+  e.req = free_bytes;
+  e.stream_id = stream_id;
+  cell* c = claim_cell();
+  if (c == nullptr) return;
+  fill(*c, e);
+  c->extra = take_text(the_recording(), message != nullptr ? message : "");
+  ring::publish(*c);
+}
+
+// --- sessions -----------------------------------------------------------------
+
+std::uint32_t session() noexcept {
+  return active() ? g_session.load(std::memory_order_acquire) : 0;
+}
+
+std::uint32_t register_allocator(std::uint32_t session_number, const allocator_info& info) {
+  recording& r = the_recording();
+  std::lock_guard<std::mutex> lock(r.tables_mutex);
+  if (session_number != r.session) return 0;  // a stop and start meanwhile
+  r.allocators.push_back(info);
+  return static_cast<std::uint32_t>(r.allocators.size());
+}
+
+options parse_options(const char* text) {
+  options o;
+  config cfg = config::parse(text != nullptr ? text : "", "trace options");
+  if (auto v = cfg.take_bool("stacks")) o.stacks = *v;
+  if (auto v = cfg.take_size("ring")) {
+    if (*v < 4096 || *v > (std::size_t{1} << 30)) {
+      throw invalid_argument(strprintf("trace options: ring=%s is out of range (4 KiB to 1 GiB)",
+                                       format_bytes(*v).c_str()));
+    }
+    o.ring_bytes = *v;
+  }
+  if (auto v = cfg.take_size("flush_ms")) {
+    if (*v < 1 || *v > 60000)
+      throw invalid_argument("trace options: flush_ms must be in 1..60000 (milliseconds)");
+    o.flush_ms = static_cast<unsigned>(*v);
+  }
+  if (auto v = cfg.take_size("depth")) {
+    if (*v < 1 || *v > kMaxDepth)
+      throw invalid_argument(strprintf("trace options: depth must be in 1..%u", kMaxDepth));
+    o.depth = static_cast<unsigned>(*v);
+  }
+  cfg.reject_unknown({"stacks", "ring", "flush_ms", "depth"});
+  return o;
+}
+
+namespace {
+
+std::string expand_path(const char* path) {
+  std::string out;
+  for (const char* p = path; *p != '\0'; ++p) {
+    if (p[0] == '%' && p[1] == 'p') {
+      out += std::to_string(static_cast<long>(getpid()));
+      ++p;
+    } else {
+      out += *p;
+    }
+  }
+  return out;
+}
+
+double calibrate(std::uint64_t clock0, std::uint64_t ns0) noexcept {
+#ifdef DAO_TRACE_TSC
+  // Ticks per ns over ~2 ms; the writer refines it as the recording runs.
+  timespec pause{0, 2000000};
+  nanosleep(&pause, nullptr);
+  const std::uint64_t dc = clock_now() - clock0, dn = monotonic_ns() - ns0;
+  return dc != 0 ? static_cast<double>(dn) / static_cast<double>(dc) : 1.0;
+#else
+  (void)clock0;
+  (void)ns0;
+  return 1.0;
+#endif
+}
+
+void stop_at_exit() noexcept {
+  try {
+    if (active()) stop();
+  } catch (...) {
+  }
+}
+
+}  // namespace
+
+void start(const char* path, const char* options_text) {
+  require_non_null(path, "dao_trace_start", "path");
+  if (*path == '\0') throw invalid_argument("dao_trace_start: path is empty");
+  options o;
+  try {
+    o = parse_options(options_text);
+  } catch (const invalid_argument& e) {
+    throw invalid_argument(std::string("dao_trace_start: ") + e.what());
+  }
+  std::lock_guard<std::mutex> control(g_control);
+  recording& r = the_recording();
+  if (active()) {
+    throw invalid_state(strprintf("dao_trace_start: a recording to '%s' is running; call "
+                                  "dao_trace_stop() first (nothing changed)",
+                                  r.path.c_str()));
+  }
+  const std::string file = expand_path(path);
+  const int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    throw invalid_argument(strprintf("dao_trace_start: cannot open '%s' for writing: %s",
+                                     file.c_str(), std::strerror(errno)));
+  }
+  // The ring: the cells that fit in ring_bytes, a power of two.
+  std::size_t cells = 64;
+  while (cells * 2 * sizeof(cell) <= o.ring_bytes) cells *= 2;
+  ring* current = g_ring.load(std::memory_order_acquire);
+  try {
+    if (current == nullptr || current->size() != cells) {
+      // The old one is kept: a producer may still hold one of its cells.
+      g_ring.store(new ring(cells), std::memory_order_release);
+    }
+    std::lock_guard<std::mutex> lock(r.tables_mutex);
+    r.opts = o;
+    r.path = file;
+    r.fd = fd;
+    r.session = g_session.load(std::memory_order_relaxed) + 1;
+    r.allocators.clear();
+    r.stacks.frames.clear();
+    r.stacks.hashes.assign(2 * kMaxStacks, 0);
+    r.stacks.ids.assign(2 * kMaxStacks, 0);
+    r.texts.clear();
+    r.lost.store(0);
+    r.written.store(0);
+    r.bytes.store(0);
+    r.stop_requested = false;
+    r.flush_requests = r.flushes_done = 0;
+  } catch (...) {
+    ::close(fd);
+    throw;
+  }
+  // Drop what a producer of an earlier recording left in the ring.
+  ring& rg = *g_ring.load(std::memory_order_acquire);
+  for (cell* c = rg.next(); c != nullptr; c = rg.next()) rg.release(*c);
+  r.start_ns = monotonic_ns();
+  r.start_clock = clock_now();
+  r.ns_per_tick = calibrate(r.start_clock, r.start_ns);
+  try {
+    r.writer = std::thread(writer_main, std::ref(r));
+  } catch (const std::exception& e) {
+    ::close(fd);
+    r.fd = -1;
+    throw backend_error(strprintf("dao_trace_start: cannot start the writer thread: %s", e.what()));
+  }
+  static const bool registered = std::atexit([] { stop_at_exit(); }) == 0;
+  (void)registered;
+  g_stacks.store(o.stacks, std::memory_order_relaxed);
+  g_session.store(r.session, std::memory_order_release);
+  g_active.store(true, std::memory_order_release);
+}
+
+void stop() {
+  std::lock_guard<std::mutex> control(g_control);
+  recording& r = the_recording();
+  if (!active()) {
+    throw invalid_state("dao_trace_stop: no recording is running (dao_trace_start() or "
+                        "DAO_TRACE starts one)");
+  }
+  g_active.store(false, std::memory_order_release);
+  {
+    std::lock_guard<std::mutex> lock(r.control_mutex);
+    r.stop_requested = true;
+  }
+  r.control_cv.notify_all();
+  r.writer.join();  // it drains the ring, writes `end` and closes the file
+}
+
+void flush() {
+  std::unique_lock<std::mutex> control(g_control);
+  recording& r = the_recording();
+  if (!active()) {
+    throw invalid_state("dao_trace_flush: no recording is running");
+  }
+  std::unique_lock<std::mutex> lock(r.control_mutex);
+  const std::uint64_t wanted = ++r.flush_requests;
+  r.control_cv.notify_all();
+  // A thread that claimed a cell and then blocked could hold the writer
+  // up: wait at most a second.
+  r.control_cv.wait_for(lock, std::chrono::seconds(1), [&] { return r.flushes_done >= wanted; });
+}
+
+void mark(const char* text) {
+  require_non_null(text, "dao_trace_mark", "text");
+  if (!active()) return;
+  event e;
+  e.what = kind::mark;
+  cell* c = claim_cell();
+  if (c == nullptr) return;
+  fill(*c, e);
+  c->extra = take_text(the_recording(), text);
+  ring::publish(*c);
+}
+
+status_values status() {
+  std::lock_guard<std::mutex> control(g_control);
+  recording& r = the_recording();
+  status_values s;
+  s.active = active();
+  s.records = r.written.load();
+  s.lost = r.lost.load();
+  s.bytes = r.bytes.load();
+  s.path = r.path;
+  if (s.active) {
+    ring* rg = g_ring.load(std::memory_order_acquire);
+    if (rg != nullptr) s.pending = rg->backlog();
+  }
+  return s;
+}
+
+namespace {
+
+// DAO_TRACE=path (DAO_TRACE_OPTIONS=...) records the whole process from
+// the library's load.
+__attribute__((constructor)) void start_from_environment() {
+  const char* path = std::getenv("DAO_TRACE");
+  if (path == nullptr || *path == '\0') return;
+  try {
+    start(path, std::getenv("DAO_TRACE_OPTIONS"));
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "libdao: DAO_TRACE=%s: %s; not recording\n", path, e.what());
+  }
+}
+
+}  // namespace
+
+}  // namespace dao::detail::trace
