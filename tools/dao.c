@@ -6,11 +6,16 @@
  *                       would use there
  *   dao --help | --version | help [command]
  *
+ *   dao replay TRACE ...  run a trace through a strategy (dao_replay.c)
+ *   dao plan TRACE ...    smallest capacity a trace runs on (dao_plan.c)
+ *
  * Written in C99 against the public API only, so it is also an example of it.
  * Exit status: 0 on success, 1 when a library call failed (the status and
  * dao_last_error() go to stderr), 2 for a bad command line.
  */
 #include <dao.h>
+
+#include "dao_tool.h"
 
 #include <ctype.h>
 #include <stdio.h>
@@ -414,6 +419,10 @@ static void usage(FILE *out) {
           "                  devices, their total and free memory, the backend that\n"
           "                  serves it, and the allocator strategy and config that\n"
           "                  dao_alloc() uses there.\n"
+          "  replay TRACE    Run a recorded trace through any strategy and config and\n"
+          "                  report whether it fits, peaks, fragmentation and time.\n"
+          "  plan TRACE      The smallest device capacity a trace runs on, per\n"
+          "                  strategy and config.\n"
           "  help [command]  Show this help, or the help of a command.\n"
           "\n"
           "Options:\n"
@@ -430,6 +439,7 @@ static void usage(FILE *out) {
           "  DAO_ALLOC_CONF[_<KIND>]    default config, e.g. DAO_ALLOC_CONF_SIM=max_pool=1GiB\n"
           "  DAO_NO_CACHING=1           caching allocators give every free back at once\n"
           "  DAO_CUDA_LIBRARY           CUDA driver library to load (libcuda.so.1)\n"
+          "  DAO_TRACE[_OPTIONS]        record every allocator's history to a file\n"
           "  (KIND: CPU, CUDA, CUDA_PINNED, CUDA_MANAGED or SIM)\n"
           "\n"
           "Exit status: 0 on success, 1 when a library call failed, 2 for a bad\n"
@@ -503,6 +513,14 @@ int main(int argc, char **argv) {
       usage_info(stdout);
       return EXIT_SUCCESS;
     }
+    if (argc == 3 && strcmp(argv[2], "replay") == 0) {
+      dao_usage_replay(stdout);
+      return EXIT_SUCCESS;
+    }
+    if (argc == 3 && strcmp(argv[2], "plan") == 0) {
+      dao_usage_plan(stdout);
+      return EXIT_SUCCESS;
+    }
     if (argc == 3 && strcmp(argv[2], "help") == 0) {
       usage(stdout);
       return EXIT_SUCCESS;
@@ -510,6 +528,8 @@ int main(int argc, char **argv) {
     return bad_usage("help: unknown command", argv[2], "dao --help");
   }
   if (strcmp(command, "info") == 0) return main_info(argc - 2, argv + 2);
+  if (strcmp(command, "replay") == 0) return dao_main_replay(argc - 2, argv + 2);
+  if (strcmp(command, "plan") == 0) return dao_main_plan(argc - 2, argv + 2);
   if (command[0] == '-') return bad_usage("unknown option", command, "dao --help");
   return bad_usage("unknown command", command, "dao --help");
 }
