@@ -181,12 +181,17 @@ std::uint32_t session() noexcept {
   return active() ? g_session.load(std::memory_order_acquire) : 0;
 }
 
-std::uint32_t register_allocator(std::uint32_t session_number, const allocator_info& info) {
+std::uint32_t register_allocator(std::atomic<std::uint64_t>& slot, std::uint32_t session_number,
+                                 const allocator_info& info) {
   recording& r = the_recording();
   std::lock_guard<std::mutex> lock(r.tables_mutex);
   if (session_number != r.session) return 0;  // a stop and start meanwhile
+  const std::uint64_t v = slot.load(std::memory_order_acquire);
+  if (static_cast<std::uint32_t>(v >> 32) == session_number) return static_cast<std::uint32_t>(v);
   r.allocators.push_back(info);
-  return static_cast<std::uint32_t>(r.allocators.size());
+  const auto id = static_cast<std::uint32_t>(r.allocators.size());
+  slot.store((static_cast<std::uint64_t>(session_number) << 32) | id, std::memory_order_release);
+  return id;
 }
 
 options parse_options(const char* text) {

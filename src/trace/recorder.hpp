@@ -53,7 +53,10 @@ std::uint32_t allocator_id(std::atomic<std::uint64_t>& slot, Describe&& describe
 // Low-level: the session number of the running recording, and the
 // registration of an allocator in it (returns its id).
 std::uint32_t session() noexcept;
-std::uint32_t register_allocator(std::uint32_t session, const allocator_info& info);
+// Registers under a lock that also re-reads `slot`, so that two threads
+// seeing a new allocator at once get one id.
+std::uint32_t register_allocator(std::atomic<std::uint64_t>& slot, std::uint32_t session,
+                                 const allocator_info& info);
 
 template <class Describe>
 std::uint32_t allocator_id(std::atomic<std::uint64_t>& slot, Describe&& describe) {
@@ -61,9 +64,7 @@ std::uint32_t allocator_id(std::atomic<std::uint64_t>& slot, Describe&& describe
   const std::uint32_t now = session();
   if (now == 0) return 0;
   if (static_cast<std::uint32_t>(v >> 32) == now) return static_cast<std::uint32_t>(v);
-  const std::uint32_t id = register_allocator(now, describe());
-  slot.store((static_cast<std::uint64_t>(now) << 32) | id, std::memory_order_release);
-  return id;
+  return register_allocator(slot, now, describe());
 }
 
 // One event. `stream_id` 0 is the NULL stream; `stream_handle` is written
