@@ -63,6 +63,7 @@ typedef struct options {
   uint64_t reps;
   uint64_t seed;
   const char *only;           /* comma-separated row keys, or NULL for all */
+  int recording;              /* --recording: the recording-cost table only */
   const char *child;          /* internal: run one preloaded row and report on stdout */
   const char *caching_config; /* config string of the caching rows, or NULL */
 } options;
@@ -88,6 +89,9 @@ static void usage(FILE *out, const char *prog) {
           "              dao-caching, dao-caching-sim, dao-caching-exact; and, only when\n"
           "              named here: dao-caching-exact-sim, and on cuda:0 (blocks not\n"
           "              written) dao-caching-cuda, dao-caching-exact-cuda, dao-buddy-cuda\n"
+          "  --recording only the cost of recording the memory history (issue 18):\n"
+          "              the caching and buddy rows with dao_trace_start() off and on;\n"
+          "              also printed at the end of a full run (no --only)\n"
           "  --help      this text\n"
           "\n"
           "Exit status: 0 ok (timings never fail a run), 1 an allocator failed, 2 bad flags.\n",
@@ -135,6 +139,7 @@ static void parse_options(int argc, char **argv, options *o) {
   o->only = NULL;
   o->child = NULL;
   o->caching_config = NULL;
+  o->recording = 0;
   for (int i = 1; i < argc; ++i) {
     const char *arg = argv[i];
     if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
@@ -143,6 +148,10 @@ static void parse_options(int argc, char **argv, options *o) {
     }
     if (strcmp(arg, "--quick") == 0) {
       quick = 1;
+      continue;
+    }
+    if (strcmp(arg, "--recording") == 0) {
+      o->recording = 1;
       continue;
     }
     /* Flags with a value: "--flag N" or "--flag=N". */
@@ -805,6 +814,63 @@ static void print_sim_costs(const row *rows, size_t nrows, const char *profile, 
          (unsigned long long)o->reps, (unsigned long long)o->steps);
 }
 
+/* ------------------------------------------------------------------------ */
+/* The cost of recording (issue 18)                                          */
+
+/* The dao-caching and dao-buddy rows' workload, each repetition once with
+   recording off and once on (to /dev/null: the writer thread formats every
+   record; a file's disk would only add the writer's waits), alternating so
+   that drift hits both alike. Recording adds per pair what the allocating
+   thread does: two ring records (timestamp, claim, 64 bytes) and the
+   block's size lookup. */
+static void print_recording_cost(const options *o, const workload *w) {
+  static const char *const strategies[2] = {"caching", "buddy"};
+  void **live = xcalloc(w->slots, sizeof *live);
+  printf("\nrecording the memory history (dao_trace_start, ring=64MiB, to /dev/null), ns/pair:\n");
+  printf("%-26s %12s %12s %12s %12s\n", "allocator", "off", "on", "added", "lost records");
+  for (int k = 0; k < 2; ++k) {
+    row off, on;
+    memset(&off, 0, sizeof off);
+    memset(&on, 0, sizeof on);
+    off.sim_device = on.sim_device = -1;
+    prepare_dao_object(&off, dao_place_cpu(), strategies[k], k == 0 ? o->caching_config : NULL,
+                       "cpu", o->reps);
+    prepare_dao_object(&on, dao_place_cpu(), strategies[k], k == 0 ? o->caching_config : NULL,
+                       "cpu", o->reps);
+    uint64_t lost = 0;
+    for (uint64_t rep = 0; rep < o->reps && off.state == ROW_OK && on.state == ROW_OK; ++rep) {
+      run_rep(&off, w, live, rep, o->reps);
+      dao_status s = dao_trace_start("/dev/null", "ring=64MiB");
+      if (s != DAO_OK) {
+        set_note(&on, ROW_FAILED, "dao_trace_start: %s", dao_last_error());
+        break;
+      }
+      run_rep(&on, w, live, rep, o->reps);
+      dao_trace_stats ts;
+      memset(&ts, 0, sizeof ts);
+      ts.struct_size = sizeof ts;
+      dao_trace_stop();
+      if (dao_trace_get_stats(&ts) == DAO_OK) lost += ts.lost;
+    }
+    char label[64];
+    snprintf(label, sizeof label, "libdao %s (cpu)", strategies[k]);
+    if (off.state == ROW_OK && on.state == ROW_OK) {
+      finish_row(&off, o->reps);
+      finish_row(&on, o->reps);
+      printf("%-26s %12.1f %12.1f %12.1f %12llu\n", label, off.median_ns, on.median_ns,
+             on.median_ns - off.median_ns, (unsigned long long)lost);
+    } else {
+      printf("%-26s %s %s\n", label, off.state != ROW_OK ? off.note : "", on.note);
+      finish_row(&off, o->reps);
+      finish_row(&on, o->reps);
+    }
+  }
+  printf("(median of %llu repetitions each; 'off' is the build as it ships: one branch on a\n"
+         " global flag per call; compare it with the dao-caching / dao-buddy rows above)\n",
+         (unsigned long long)o->reps);
+  free(live);
+}
+
 int main(int argc, char **argv) {
   options o;
   parse_options(argc, argv, &o);
@@ -834,6 +900,12 @@ int main(int argc, char **argv) {
 
   workload w;
   make_workload(&o, &w);
+  if (o.recording) {
+    print_recording_cost(&o, &w);
+    free(w.sizes);
+    free(w.victims);
+    return 0;
+  }
 
   /* The SIM device must hold the workload with room for buddy rounding. */
   size_t sim_capacity = SIM_MIN_CAPACITY;
@@ -990,6 +1062,7 @@ int main(int argc, char **argv) {
     printf("(allocated at end: block bytes live after the last rep's steps; final allocated:\n"
            " after every block was freed; overhead: peak reserved / peak requested)\n");
   }
+  if (o.only == NULL) print_recording_cost(&o, &w);
   if (failures != 0) printf("\n%d allocator(s) failed; see the rows above\n", failures);
   free(w.sizes);
   free(w.victims);

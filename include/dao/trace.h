@@ -56,6 +56,11 @@ extern "C" {
  *     to a power of two records). Larger rides out longer bursts.
  *   - `flush_ms` (default 100, 1 to 60000): the writer writes what it has
  *     formatted at least this often.
+ *   - `clock` (default `tsc`): `tsc` stamps each record with the CPU's
+ *     time-stamp counter (converted to CLOCK_MONOTONIC nanoseconds by the
+ *     writer); `coarse` with the writer thread's last CLOCK_MONOTONIC
+ *     reading (about a millisecond of resolution, cheaper where reading the
+ *     counter is slow, as in some virtual machines).
  * @retval DAO_OK                   Recording.
  * @retval DAO_ERR_INVALID_ARGUMENT @p path is NULL or empty, cannot be opened
  *                                  for writing (the message says why), or

@@ -29,6 +29,8 @@ namespace dao::detail::trace {
 std::atomic<bool> g_active{false};
 std::atomic<ring*> g_ring{nullptr};
 std::atomic<bool> g_stacks{false};
+std::atomic<std::uint64_t> g_coarse_now{0};
+std::atomic<bool> g_tsc{true};
 
 namespace {
 
@@ -37,7 +39,9 @@ std::atomic<std::uint32_t> g_next_tid{0};
 std::mutex g_control;  // start / stop / flush
 
 std::uint32_t thread_number() noexcept {
-  static thread_local std::uint32_t tid = 0;
+  // initial-exec: libdao is loaded with the program (or early), and this
+  // saves a __tls_get_addr call per record
+  static thread_local std::uint32_t tid __attribute__((tls_model("initial-exec"))) = 0;
   if (tid == 0) tid = g_next_tid.fetch_add(1, std::memory_order_relaxed) + 1;
   return tid;
 }
@@ -52,7 +56,8 @@ cell* claim_cell() noexcept {
 
 void fill(cell& c, const event& e) noexcept {
   c.what = static_cast<std::uint8_t>(e.what);
-  c.clock = clock_now();
+  c.clock = g_tsc.load(std::memory_order_relaxed) ? clock_now()
+                                                  : g_coarse_now.load(std::memory_order_relaxed);
   c.ptr = e.ptr;
   c.size = e.size;
   c.req = e.req;
@@ -215,7 +220,14 @@ options parse_options(const char* text) {
       throw invalid_argument(strprintf("trace options: depth must be in 1..%u", kMaxDepth));
     o.depth = static_cast<unsigned>(*v);
   }
-  cfg.reject_unknown({"stacks", "ring", "flush_ms", "depth"});
+  if (auto v = cfg.take_string("clock")) {
+    if (*v == "tsc") o.tsc = true;
+    else if (*v == "coarse") o.tsc = false;
+    else
+      throw invalid_argument(
+          strprintf("trace options: clock=%s: expected tsc or coarse", v->c_str()));
+  }
+  cfg.reject_unknown({"stacks", "ring", "flush_ms", "depth", "clock"});
   return o;
 }
 
@@ -311,8 +323,15 @@ void start(const char* path, const char* options_text) {
   ring& rg = *g_ring.load(std::memory_order_acquire);
   for (cell* c = rg.next(); c != nullptr; c = rg.next()) rg.release(*c);
   r.start_ns = monotonic_ns();
-  r.start_clock = clock_now();
-  r.ns_per_tick = calibrate(r.start_clock, r.start_ns);
+  if (o.tsc) {
+    r.start_clock = clock_now();
+    r.ns_per_tick = calibrate(r.start_clock, r.start_ns);
+  } else {
+    r.start_clock = r.start_ns;
+    r.ns_per_tick = 1.0;
+    g_coarse_now.store(r.start_ns, std::memory_order_relaxed);
+  }
+  g_tsc.store(o.tsc, std::memory_order_relaxed);
   try {
     r.writer = std::thread(writer_main, std::ref(r));
   } catch (const std::exception& e) {

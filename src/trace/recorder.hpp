@@ -122,7 +122,7 @@ class current_allocator {
 
  private:
   std::uint32_t outer_;
-  static inline thread_local std::uint32_t current_ = 0;
+  static inline thread_local std::uint32_t current_ __attribute__((tls_model("initial-exec"))) = 0;
 };
 
 // --- the API behind include/dao/trace.h (throw error subclasses) ---

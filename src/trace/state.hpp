@@ -22,6 +22,7 @@ struct options {
   std::size_t ring_bytes = std::size_t{4} << 20;
   unsigned flush_ms = 100;
   unsigned depth = 16;
+  bool tsc = true;  // clock=tsc (each record reads the CPU's counter) or coarse
 };
 
 options parse_options(const char* text);  // throws invalid_argument
@@ -70,6 +71,11 @@ extern std::atomic<ring*> g_ring;
 // producer that saw the flag just before a stop may still use its tables).
 recording& the_recording();
 extern std::atomic<bool> g_stacks;  // the running recording takes stacks
+// clock=coarse: the writer thread's CLOCK_MONOTONIC reading, refreshed at
+// every pass over the ring (at least every millisecond), which records
+// take instead of reading a clock of their own.
+extern std::atomic<std::uint64_t> g_coarse_now;
+extern std::atomic<bool> g_tsc;
 
 std::uint64_t clock_now() noexcept;                  // ticks (TSC where there is one)
 std::uint64_t monotonic_ns() noexcept;               // CLOCK_MONOTONIC

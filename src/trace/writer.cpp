@@ -13,7 +13,6 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
-#include <unordered_set>
 
 #include "dao/version.h"
 #include "trace/state.hpp"
@@ -22,54 +21,114 @@ namespace dao::detail::trace {
 
 namespace {
 
-void put_u64(std::string& out, std::uint64_t v) {
-  char buf[24];
-  char* p = buf + sizeof buf;
-  do {
-    *--p = static_cast<char>('0' + v % 10);
-    v /= 10;
-  } while (v != 0);
-  out.append(p, static_cast<std::size_t>(buf + sizeof buf - p));
-}
+// The lines being formatted: a flat buffer, appended to without checks
+// beyond one capacity test per piece (the writer formats millions of
+// records a second).
+class out_buffer {
+ public:
+  out_buffer() : data_(new char[kInitial]), cap_(kInitial) {}
+  const char* data() const noexcept { return data_.get(); }
+  std::size_t size() const noexcept { return len_; }
+  void clear() noexcept { len_ = 0; }
 
-// A JSON string, quoted and escaped.
-void put_string(std::string& out, const char* s) {
-  static const char hex[] = "0123456789abcdef";
-  out += '"';
-  for (const unsigned char* p = reinterpret_cast<const unsigned char*>(s); *p != 0; ++p) {
-    const unsigned char c = *p;
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += static_cast<char>(c);
-    } else if (c == '\n') {
-      out += "\\n";
-    } else if (c < 0x20) {
-      out += "\\u00";
-      out += hex[c >> 4];
-      out += hex[c & 15];
-    } else {
-      out += static_cast<char>(c);
+  void raw(const char* s, std::size_t n) {
+    ensure(n);
+    std::memcpy(data_.get() + len_, s, n);
+    len_ += n;
+  }
+  template <std::size_t N>
+  void lit(const char (&s)[N]) {
+    raw(s, N - 1);
+  }
+  void ch(char c) {
+    ensure(1);
+    data_[len_++] = c;
+  }
+  void u64(std::uint64_t v) {
+    char tmp[20];
+    char* p = tmp + sizeof tmp;
+    do {
+      *--p = static_cast<char>('0' + v % 10);
+      v /= 10;
+    } while (v != 0);
+    raw(p, static_cast<std::size_t>(tmp + sizeof tmp - p));
+  }
+  // ,"key":
+  template <std::size_t N>
+  void key(const char (&k)[N]) {
+    ensure(N + 3);
+    char* p = data_.get() + len_;
+    *p++ = ',';
+    *p++ = '"';
+    std::memcpy(p, k, N - 1);
+    p += N - 1;
+    *p++ = '"';
+    *p++ = ':';
+    len_ = static_cast<std::size_t>(p - data_.get());
+  }
+  // A JSON string, quoted and escaped.
+  void str(const char* s) {
+    static const char hex[] = "0123456789abcdef";
+    ch('"');
+    for (const unsigned char* p = reinterpret_cast<const unsigned char*>(s); *p != 0; ++p) {
+      const unsigned char c = *p;
+      if (c == '"' || c == '\\') {
+        ch('\\');
+        ch(static_cast<char>(c));
+      } else if (c == '\n') {
+        lit("\\n");
+      } else if (c < 0x20) {
+        lit("\\u00");
+        ch(hex[c >> 4]);
+        ch(hex[c & 15]);
+      } else {
+        ch(static_cast<char>(c));
+      }
     }
+    ch('"');
   }
-  out += '"';
-}
-
-void put_key(std::string& out, const char* key) {
-  out += ",\"";
-  out += key;
-  out += "\":";
-}
-
-// An address: a number below 2^53, else a "0x..." string (the format's rule).
-void put_addr(std::string& out, std::uint64_t v) {
-  if (v < (std::uint64_t{1} << 53)) {
-    put_u64(out, v);
-    return;
+  // An address: a number below 2^53, else a "0x..." string (the format's rule).
+  void addr(std::uint64_t v) {
+    if (v < (std::uint64_t{1} << 53)) {
+      u64(v);
+      return;
+    }
+    char buf[24];
+    const int n = std::snprintf(buf, sizeof buf, "\"0x%llx\"", static_cast<unsigned long long>(v));
+    raw(buf, static_cast<std::size_t>(n));
   }
-  char buf[24];
-  std::snprintf(buf, sizeof buf, "\"0x%llx\"", static_cast<unsigned long long>(v));
-  out += buf;
-}
+
+ private:
+  static constexpr std::size_t kInitial = std::size_t{2} << 20;
+  void ensure(std::size_t n) {
+    if (len_ + n <= cap_) return;
+    std::size_t cap = cap_ * 2;
+    while (cap < len_ + n) cap *= 2;
+    std::unique_ptr<char[]> bigger(new char[cap]);
+    std::memcpy(bigger.get(), data_.get(), len_);
+    data_ = std::move(bigger);
+    cap_ = cap;
+  }
+  std::unique_ptr<char[]> data_;
+  std::size_t cap_ = 0, len_ = 0;
+};
+
+// Ids seen so far (allocators, streams, stacks): small dense numbers, a
+// bit each.
+class id_set {
+ public:
+  bool insert(std::uint32_t id) {
+    if (id >= bits_.size()) bits_.resize(std::max<std::size_t>(id + 1, bits_.size() * 2), false);
+    if (bits_[id]) return false;
+    bits_[id] = true;
+    return true;
+  }
+
+  bool has(std::uint32_t id) const { return id < bits_.size() && bits_[id]; }
+
+ private:
+  std::vector<bool> bits_ = std::vector<bool>(1024, false);
+};
 
 std::string symbolize(void* addr) {
   Dl_info info{};
@@ -119,33 +178,35 @@ bool in_libdao(void* addr) {
 
 class writer {
  public:
-  explicit writer(recording& r) : r_(r) { out_.reserve(1u << 20); }
+  explicit writer(recording& r) : r_(r), tsc_(r.opts.tsc) {}
 
   void header() {
-    out_ += "{\"format\":\"dao-trace\",\"version\":1,\"libdao\":";
-    put_string(out_, DAO_VERSION_STRING);
-    out_ += ",\"pid\":";
-    put_u64(out_, static_cast<std::uint64_t>(getpid()));
-    out_ += ",\"clock\":\"monotonic\",\"start_ns\":";
-    put_u64(out_, r_.start_ns);
-    out_ += ",\"source\":\"recorded\"}\n";
+    out_.lit("{\"format\":\"dao-trace\",\"version\":1,\"libdao\":");
+    out_.str(DAO_VERSION_STRING);
+    out_.lit(",\"pid\":");
+    out_.u64(static_cast<std::uint64_t>(getpid()));
+    out_.lit(",\"clock\":\"monotonic\",\"start_ns\":");
+    out_.u64(r_.start_ns);
+    out_.lit(",\"source\":\"recorded\"}\n");
     write_out();
   }
 
   // Formats every published cell; returns how many.
   std::size_t drain(ring& rg) {
     std::size_t n = 0;
+    if (!tsc_) g_coarse_now.store(monotonic_ns(), std::memory_order_relaxed);
     for (cell* c = rg.next(); c != nullptr; c = rg.next()) {
       format(*c);
       rg.release(*c);
       ++n;
+      if ((n & 1023) == 0 && !tsc_) g_coarse_now.store(monotonic_ns(), std::memory_order_relaxed);
       if (out_.size() > (1u << 20)) write_out();
     }
     const std::uint64_t lost = r_.lost.load(std::memory_order_relaxed);
     if (lost != reported_lost_) {
       begin("lost", last_t_);
-      put_key(out_, "count");
-      put_u64(out_, lost - reported_lost_);
+      out_.key("count");
+      out_.u64(lost - reported_lost_);
       end();
       reported_lost_ = lost;
     }
@@ -155,10 +216,10 @@ class writer {
   void finish() {
     begin("end", last_t_);
     const std::uint64_t records = r_.written.load(std::memory_order_relaxed) + 1;
-    put_key(out_, "records");
-    put_u64(out_, records);
-    put_key(out_, "lost");
-    put_u64(out_, r_.lost.load(std::memory_order_relaxed));
+    out_.key("records");
+    out_.u64(records);
+    out_.key("lost");
+    out_.u64(r_.lost.load(std::memory_order_relaxed));
     end();
     write_out();
   }
@@ -180,6 +241,7 @@ class writer {
 
   // Refines ticks -> ns over the longest baseline (TSC clocks only).
   void recalibrate() {
+    if (!tsc_) return;
     const std::uint64_t c = clock_now(), ns = monotonic_ns();
     if (c > r_.start_clock && ns > r_.start_ns + 50000000ull)
       r_.ns_per_tick =
@@ -197,19 +259,20 @@ class writer {
     return t;
   }
 
-  void begin(const char* k, std::uint64_t t) {
-    out_ += "{\"k\":\"";
-    out_ += k;
-    out_ += "\",\"t\":";
-    put_u64(out_, t);
+  template <std::size_t N>
+  void begin(const char (&k)[N], std::uint64_t t) {
+    out_.lit("{\"k\":\"");
+    out_.raw(k, N - 1);
+    out_.lit("\",\"t\":");
+    out_.u64(t);
   }
   void end() {
-    out_ += "}\n";
+    out_.lit("}\n");
     r_.written.fetch_add(1, std::memory_order_relaxed);
   }
 
   void declare_allocator(std::uint32_t id, std::uint64_t t) {
-    if (id == 0 || declared_allocators_.count(id) != 0) return;
+    if (id == 0 || declared_allocators_.has(id)) return;
     allocator_info info;
     {
       std::lock_guard<std::mutex> lock(r_.tables_mutex);
@@ -219,36 +282,35 @@ class writer {
     declared_allocators_.insert(id);
     places_[id] = info.place;
     begin("allocator", t);
-    put_key(out_, "id");
-    put_u64(out_, id);
-    put_key(out_, "place");
-    put_string(out_, info.place.c_str());
-    put_key(out_, "strategy");
-    put_string(out_, info.strategy.c_str());
-    put_key(out_, "config");
-    put_string(out_, info.config.c_str());
-    put_key(out_, "capacity");
-    put_u64(out_, info.capacity);
+    out_.key("id");
+    out_.u64(id);
+    out_.key("place");
+    out_.str(info.place.c_str());
+    out_.key("strategy");
+    out_.str(info.strategy.c_str());
+    out_.key("config");
+    out_.str(info.config.c_str());
+    out_.key("capacity");
+    out_.u64(info.capacity);
     end();
   }
 
   void declare_stream(std::uint32_t id, std::uint32_t allocator, std::uint64_t handle,
                       std::uint64_t t) {
-    if (id == 0 || declared_streams_.count(id) != 0) return;
-    declared_streams_.insert(id);
+    if (id == 0 || !declared_streams_.insert(id)) return;
     begin("stream", t);
-    put_key(out_, "id");
-    put_u64(out_, id);
-    put_key(out_, "place");
+    out_.key("id");
+    out_.u64(id);
+    out_.key("place");
     const auto p = places_.find(allocator);
-    put_string(out_, p != places_.end() ? p->second.c_str() : "");
-    put_key(out_, "handle");
-    put_u64(out_, handle);
+    out_.str(p != places_.end() ? p->second.c_str() : "");
+    out_.key("handle");
+    out_.u64(handle);
     end();
   }
 
   void declare_stack(std::uint32_t id_plus_one, std::uint64_t t) {
-    if (id_plus_one == 0 || declared_stacks_.count(id_plus_one) != 0) return;
+    if (id_plus_one == 0 || declared_stacks_.has(id_plus_one)) return;
     std::vector<void*> frames;
     {
       std::lock_guard<std::mutex> lock(r_.tables_mutex);
@@ -262,14 +324,14 @@ class writer {
     while (first + 1 < frames.size() && in_libdao(frames[first])) ++first;
     frames.erase(frames.begin(), frames.begin() + static_cast<std::ptrdiff_t>(first));
     begin("stack", t);
-    put_key(out_, "id");
-    put_u64(out_, id_plus_one - 1);
-    out_ += ",\"frames\":[";
+    out_.key("id");
+    out_.u64(id_plus_one - 1);
+    out_.lit(",\"frames\":[");
     for (std::size_t i = 0; i < frames.size(); ++i) {
-      if (i != 0) out_ += ',';
-      put_string(out_, symbolize(frames[i]).c_str());
+      if (i != 0) out_.ch(',');
+      out_.str(symbolize(frames[i]).c_str());
     }
-    out_ += ']';
+    out_.ch(']');
     end();
   }
 
@@ -293,60 +355,63 @@ class writer {
       case kind::alloc:
       case kind::free:
       case kind::use:
-        begin(what == kind::alloc ? "alloc" : what == kind::free ? "free" : "use", t);
-        put_key(out_, "a");
-        put_u64(out_, c.allocator);
-        put_key(out_, "ptr");
-        put_addr(out_, c.ptr);
+        if (what == kind::alloc) begin("alloc", t);
+        else if (what == kind::free) begin("free", t);
+        else begin("use", t);
+        out_.key("a");
+        out_.u64(c.allocator);
+        out_.key("ptr");
+        out_.addr(c.ptr);
         if (what == kind::alloc) {
-          put_key(out_, "size");
-          put_u64(out_, c.size);
-          put_key(out_, "req");
-          put_u64(out_, c.req);
+          out_.key("size");
+          out_.u64(c.size);
+          out_.key("req");
+          out_.u64(c.req);
         }
-        put_key(out_, "s");
-        put_u64(out_, c.stream);
+        out_.key("s");
+        out_.u64(c.stream);
         if (c.stack != 0) {
-          put_key(out_, "st");
-          put_u64(out_, c.stack - 1);
+          out_.key("st");
+          out_.u64(c.stack - 1);
         }
-        put_key(out_, "tid");
-        put_u64(out_, c.tid);
+        out_.key("tid");
+        out_.u64(c.tid);
         break;
       case kind::map:
       case kind::unmap:
-        begin(what == kind::map ? "map" : "unmap", t);
-        put_key(out_, "a");
-        put_u64(out_, c.allocator);
-        put_key(out_, "addr");
-        put_addr(out_, c.ptr);
-        put_key(out_, "size");
-        put_u64(out_, c.size);
+        if (what == kind::map) begin("map", t);
+        else begin("unmap", t);
+        out_.key("a");
+        out_.u64(c.allocator);
+        out_.key("addr");
+        out_.addr(c.ptr);
+        out_.key("size");
+        out_.u64(c.size);
         break;
       case kind::oom:
         begin("oom", t);
-        put_key(out_, "a");
-        put_u64(out_, c.allocator);
-        put_key(out_, "size");
-        put_u64(out_, c.size);
-        put_key(out_, "s");
-        put_u64(out_, c.stream);
-        put_key(out_, "free");
-        put_u64(out_, c.req);
-        put_key(out_, "msg");
-        put_string(out_, take_text(c.extra).c_str());
+        out_.key("a");
+        out_.u64(c.allocator);
+        out_.key("size");
+        out_.u64(c.size);
+        out_.key("s");
+        out_.u64(c.stream);
+        out_.key("free");
+        out_.u64(c.req);
+        out_.key("msg");
+        out_.str(take_text(c.extra).c_str());
         break;
       case kind::trim:
         begin("trim", t);
-        put_key(out_, "a");
-        put_u64(out_, c.allocator);
-        put_key(out_, "released");
-        put_u64(out_, c.size);
+        out_.key("a");
+        out_.u64(c.allocator);
+        out_.key("released");
+        out_.u64(c.size);
         break;
       case kind::mark:
         begin("mark", t);
-        put_key(out_, "text");
-        put_string(out_, take_text(c.extra).c_str());
+        out_.key("text");
+        out_.str(take_text(c.extra).c_str());
         break;
       default: return;
     }
@@ -354,10 +419,11 @@ class writer {
   }
 
   recording& r_;
-  std::string out_;
+  const bool tsc_;
+  out_buffer out_;
   std::uint64_t last_t_ = 0;
   std::uint64_t reported_lost_ = 0;
-  std::unordered_set<std::uint32_t> declared_allocators_, declared_streams_, declared_stacks_;
+  id_set declared_allocators_, declared_streams_, declared_stacks_;
   std::unordered_map<std::uint32_t, std::string> places_;
 };
 
