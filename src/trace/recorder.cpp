@@ -27,7 +27,9 @@
 namespace dao::detail::trace {
 
 std::atomic<bool> g_active{false};
-std::atomic<ring*> g_ring{nullptr};
+std::atomic<thread_ring*> g_rings{nullptr};
+std::atomic<std::uint64_t> g_seq{0};
+std::atomic<std::size_t> g_ring_cells{1u << 14};
 std::atomic<bool> g_stacks{false};
 std::atomic<std::uint64_t> g_coarse_now{0};
 std::atomic<bool> g_tsc{true};
@@ -36,21 +38,78 @@ namespace {
 
 std::atomic<std::uint32_t> g_session{0};
 std::atomic<std::uint32_t> g_next_tid{0};
-std::mutex g_control;  // start / stop / flush
+std::atomic<std::uint64_t> g_unringed_lost{0};  // threads without a ring
+std::mutex g_control;                           // start / stop / flush
 
-std::uint32_t thread_number() noexcept {
-  // initial-exec: libdao is loaded with the program (or early), and this
-  // saves a __tls_get_addr call per record
-  static thread_local std::uint32_t tid __attribute__((tls_model("initial-exec"))) = 0;
-  if (tid == 0) tid = g_next_tid.fetch_add(1, std::memory_order_relaxed) + 1;
-  return tid;
+// This thread's ring (initial-exec: one load, no __tls_get_addr).
+thread_local thread_ring* t_ring __attribute__((tls_model("initial-exec"))) = nullptr;
+thread_local bool t_exiting __attribute__((tls_model("initial-exec"))) = false;
+
+// Hands the ring back when its thread ends.
+struct ring_owner {
+  thread_ring* ring = nullptr;
+  ~ring_owner() {
+    t_exiting = true;
+    t_ring = nullptr;
+    if (ring != nullptr) ring->orphan.store(true, std::memory_order_release);
+  }
+};
+
+// The first record of a thread: a drained ring whose thread ended, or a
+// new one (the one allocation of a thread's recording).
+thread_ring* attach() noexcept {
+  if (t_exiting) return nullptr;  // recording from a thread's exit: dropped
+  try {
+    static thread_local ring_owner owner;
+    const std::size_t cells = g_ring_cells.load(std::memory_order_relaxed);
+    if (owner.ring != nullptr) {  // a recording with another ring size: a new ring
+      owner.ring->orphan.store(true, std::memory_order_release);
+      owner.ring = nullptr;
+      t_ring = nullptr;
+    }
+    thread_ring* r = nullptr;
+    for (thread_ring* x = g_rings.load(std::memory_order_acquire); x != nullptr; x = x->next) {
+      bool was = true;
+      if (x->size() == cells && x->orphan.load(std::memory_order_acquire) &&
+          x->tail.load(std::memory_order_acquire) == x->head &&
+          x->orphan.compare_exchange_strong(was, false, std::memory_order_acq_rel)) {
+        r = x;
+        break;
+      }
+    }
+    if (r == nullptr) {
+      r = new thread_ring(cells);
+      thread_ring* first = g_rings.load(std::memory_order_relaxed);
+      do {
+        r->next = first;
+      } while (!g_rings.compare_exchange_weak(first, r, std::memory_order_release,
+                                              std::memory_order_relaxed));
+    }
+    r->tid.store(g_next_tid.fetch_add(1, std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    owner.ring = r;
+    t_ring = r;
+    return r;
+  } catch (...) {  // no host memory for a ring
+    return nullptr;
+  }
 }
 
-cell* claim_cell() noexcept {
-  ring* r = g_ring.load(std::memory_order_acquire);
-  if (r == nullptr) return nullptr;
-  cell* c = r->claim();
-  if (c == nullptr) the_recording().lost.fetch_add(1, std::memory_order_relaxed);
+// A cell and its sequence number, or nullptr when the ring is full.
+cell* claim_cell(std::uint64_t& seq) noexcept {
+  thread_ring* r = t_ring;
+  if (__builtin_expect(r == nullptr || r->size() != g_ring_cells.load(std::memory_order_relaxed),
+                       0)) {
+    r = attach();
+    if (r == nullptr) {
+      g_unringed_lost.fetch_add(1, std::memory_order_relaxed);
+      return nullptr;
+    }
+  }
+  cell* c = r->take();
+  if (c == nullptr) return nullptr;
+  // After the cell: a record dropped takes no number, so the writer never
+  // waits for one.
+  seq = g_seq.fetch_add(1, std::memory_order_relaxed) + 1;
   return c;
 }
 
@@ -64,7 +123,6 @@ void fill(cell& c, const event& e) noexcept {
   c.extra = reinterpret_cast<std::uintptr_t>(e.stream_handle);
   c.allocator = e.allocator;
   c.stream = static_cast<std::uint32_t>(e.stream_id);
-  c.tid = thread_number();
   c.stack = 0;
   if ((e.what == kind::alloc || e.what == kind::free) && g_stacks.load(std::memory_order_relaxed))
     c.stack = stack_id_here(the_recording());
@@ -144,7 +202,7 @@ void pending::commit(const event& e) noexcept {
   if (cell_ == nullptr) return;
   cell& c = *static_cast<cell*>(cell_);
   fill(c, e);
-  ring::publish(c);
+  c.seq.store(seq_, std::memory_order_release);
   cell_ = nullptr;
 }
 
@@ -152,17 +210,29 @@ void pending::cancel() noexcept {
   if (cell_ == nullptr) return;
   cell& c = *static_cast<cell*>(cell_);
   c.what = static_cast<std::uint8_t>(kind::skip);
-  ring::publish(c);
+  c.seq.store(seq_, std::memory_order_release);
   cell_ = nullptr;
 }
 
-pending claim() noexcept { return pending(claim_cell()); }
+pending claim() noexcept {
+  std::uint64_t seq = 0;
+  cell* c = claim_cell(seq);
+  return pending(c, seq);
+}
 
 void record(const event& e) noexcept {
-  cell* c = claim_cell();
+  std::uint64_t seq = 0;
+  cell* c = claim_cell(seq);
   if (c == nullptr) return;
   fill(*c, e);
-  ring::publish(*c);
+  c->seq.store(seq, std::memory_order_release);
+}
+
+std::uint64_t lost_total() noexcept {
+  std::uint64_t n = g_unringed_lost.load(std::memory_order_relaxed);
+  for (thread_ring* r = g_rings.load(std::memory_order_acquire); r != nullptr; r = r->next)
+    n += r->lost.load(std::memory_order_relaxed);
+  return n;
 }
 
 void record_oom(std::uint32_t allocator, std::uint64_t size, std::uint64_t stream_id,
@@ -173,11 +243,12 @@ void record_oom(std::uint32_t allocator, std::uint64_t size, std::uint64_t strea
   e.size = size;
   e.req = free_bytes;
   e.stream_id = stream_id;
-  cell* c = claim_cell();
+  std::uint64_t seq = 0;
+  cell* c = claim_cell(seq);
   if (c == nullptr) return;
   fill(*c, e);
   c->extra = take_text(the_recording(), message != nullptr ? message : "");
-  ring::publish(*c);
+  c->seq.store(seq, std::memory_order_release);
 }
 
 // --- sessions -----------------------------------------------------------------
@@ -291,15 +362,11 @@ void start(const char* path, const char* options_text) {
     throw invalid_argument(strprintf("dao_trace_start: cannot open '%s' for writing: %s",
                                      file.c_str(), std::strerror(errno)));
   }
-  // The ring: the cells that fit in ring_bytes, a power of two.
+  // Each thread's ring: the cells that fit in ring_bytes, a power of two.
   std::size_t cells = 64;
   while (cells * 2 * sizeof(cell) <= o.ring_bytes) cells *= 2;
-  ring* current = g_ring.load(std::memory_order_acquire);
+  g_ring_cells.store(cells, std::memory_order_relaxed);
   try {
-    if (current == nullptr || current->size() != cells) {
-      // The old one is kept: a producer may still hold one of its cells.
-      g_ring.store(new ring(cells), std::memory_order_release);
-    }
     std::lock_guard<std::mutex> lock(r.tables_mutex);
     r.opts = o;
     r.path = file;
@@ -310,7 +377,9 @@ void start(const char* path, const char* options_text) {
     r.stacks.hashes.assign(2 * kMaxStacks, 0);
     r.stacks.ids.assign(2 * kMaxStacks, 0);
     r.texts.clear();
-    r.lost.store(0);
+    r.lost_base = lost_total();
+    r.first_seq = g_seq.load(std::memory_order_acquire) + 1;
+    r.consumed.store(r.first_seq - 1);
     r.written.store(0);
     r.bytes.store(0);
     r.stop_requested = false;
@@ -319,9 +388,6 @@ void start(const char* path, const char* options_text) {
     ::close(fd);
     throw;
   }
-  // Drop what a producer of an earlier recording left in the ring.
-  ring& rg = *g_ring.load(std::memory_order_acquire);
-  for (cell* c = rg.next(); c != nullptr; c = rg.next()) rg.release(*c);
   r.start_ns = monotonic_ns();
   if (o.tsc) {
     r.start_clock = clock_now();
@@ -381,11 +447,12 @@ void mark(const char* text) {
   if (!active()) return;
   event e;
   e.what = kind::mark;
-  cell* c = claim_cell();
+  std::uint64_t seq = 0;
+  cell* c = claim_cell(seq);
   if (c == nullptr) return;
   fill(*c, e);
   c->extra = take_text(the_recording(), text);
-  ring::publish(*c);
+  c->seq.store(seq, std::memory_order_release);
 }
 
 status_values status() {
@@ -394,13 +461,10 @@ status_values status() {
   status_values s;
   s.active = active();
   s.records = r.written.load();
-  s.lost = r.lost.load();
+  s.lost = lost_total() - r.lost_base;
   s.bytes = r.bytes.load();
   s.path = r.path;
-  if (s.active) {
-    ring* rg = g_ring.load(std::memory_order_acquire);
-    if (rg != nullptr) s.pending = rg->backlog();
-  }
+  if (s.active) s.pending = g_seq.load(std::memory_order_relaxed) - r.consumed.load();
   return s;
 }
 

@@ -87,8 +87,8 @@ struct event {
 class pending {
  public:
   pending() noexcept = default;
-  explicit pending(void* cell) noexcept : cell_(cell) {}
-  pending(pending&& o) noexcept : cell_(o.cell_) { o.cell_ = nullptr; }
+  pending(void* cell, std::uint64_t seq) noexcept : cell_(cell), seq_(seq) {}
+  pending(pending&& o) noexcept : cell_(o.cell_), seq_(o.seq_) { o.cell_ = nullptr; }
   pending& operator=(pending&&) = delete;
   ~pending() { cancel(); }
   void commit(const event& e) noexcept;
@@ -96,6 +96,7 @@ class pending {
 
  private:
   void* cell_ = nullptr;
+  std::uint64_t seq_ = 0;
 };
 
 // Claims a slot (empty pending when the ring is full: counted as lost).

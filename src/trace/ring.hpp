@@ -1,9 +1,11 @@
-// The recorder's ring: a fixed array of 64-byte binary records, many
-// producers (allocating threads), one consumer (the writer thread), as
-// Dmitry Vyukov's bounded MPMC queue. A producer claims a cell with one
-// compare-and-swap and publishes it with one release store; when the ring
-// is full it gives up at once (the record is lost and counted). Nothing
-// here allocates or blocks after construction.
+// The recorder's rings: one per recording thread, a fixed array of 64-byte
+// binary records with one producer (its thread) and one consumer (the
+// writer thread). A record takes a global sequence number (one atomic
+// add), so that the writer merges the rings in the order the records were
+// taken; the producer touches only its own ring's lines and that counter,
+// never a line the writer writes, except to re-read the writer's position
+// when its ring looks full. A full ring drops the record and counts it.
+// Nothing here allocates or blocks after a thread's first record.
 #pragma once
 
 #include <atomic>
@@ -14,8 +16,10 @@
 namespace dao::detail::trace {
 
 struct alignas(64) cell {
-  std::atomic<std::uint32_t> seq{0};
-  std::uint8_t what = 0;  // trace::kind
+  // The record's global sequence number (from 1) once it is written; a
+  // value at or below what the writer last took from this ring means "not
+  // yet written in this lap".
+  std::atomic<std::uint64_t> seq{0};
   std::uint64_t clock = 0;
   std::uint64_t ptr = 0;
   std::uint64_t size = 0;
@@ -24,60 +28,47 @@ struct alignas(64) cell {
   std::uint32_t allocator = 0;
   std::uint32_t stream = 0;
   std::uint32_t stack = 0;  // stack id + 1; 0: none
-  std::uint32_t tid = 0;
+  std::uint8_t what = 0;    // trace::kind
 };
 static_assert(sizeof(cell) == 64, "a ring cell is one cache line");
 
-class ring {
- public:
-  explicit ring(std::size_t cells)
-      : mask_(static_cast<std::uint32_t>(cells - 1)), cells_(new cell[cells]) {
-    for (std::size_t i = 0; i < cells; ++i)
-      cells_[i].seq.store(static_cast<std::uint32_t>(i), std::memory_order_relaxed);
-  }
+struct thread_ring {
+  explicit thread_ring(std::size_t cells)
+      : mask(static_cast<std::uint64_t>(cells - 1)), cells_(new cell[cells]) {}
 
-  std::size_t size() const noexcept { return static_cast<std::size_t>(mask_) + 1; }
+  // --- the producer's (its thread's) line ---
+  alignas(64) std::uint64_t head = 0;  // cells taken
+  std::uint64_t cached_tail = 0;       // the writer's tail when last read
+  std::atomic<std::uint64_t> lost{0};  // written by the producer only
+  std::atomic<std::uint32_t> tid{0};   // the thread's number (set on adoption)
 
-  // A cell to fill and publish(), or nullptr when the ring is full.
-  cell* claim() noexcept {
-    std::uint32_t pos = head_.load(std::memory_order_relaxed);
-    for (;;) {
-      cell& c = cells_[pos & mask_];
-      const std::uint32_t seq = c.seq.load(std::memory_order_acquire);
-      const auto dif = static_cast<std::int32_t>(seq - pos);
-      if (dif == 0) {
-        if (head_.compare_exchange_weak(pos, pos + 1, std::memory_order_relaxed)) return &c;
-      } else if (dif < 0) {
+  // --- the writer's line ---
+  alignas(64) std::atomic<std::uint64_t> tail{0};  // cells the writer took
+  std::uint64_t writer_tail = 0;                   // the writer's copy
+  std::uint64_t last_seq = 0;                      // seq of the last cell taken
+  std::atomic<bool> orphan{false};                 // its thread ended
+  thread_ring* next = nullptr;                     // the list of every ring
+
+  const std::uint64_t mask;
+  cell& at(std::uint64_t i) noexcept { return cells_[i & mask]; }
+  std::size_t size() const noexcept { return static_cast<std::size_t>(mask) + 1; }
+
+  // Producer: a cell to fill, or nullptr when the ring is full (counted).
+  // While full, the writer's position is re-read every 64th record only
+  // (the line moves between the cores): dropping stays cheap.
+  cell* take() noexcept {
+    if (head - cached_tail > mask) {
+      const std::uint64_t dropped = lost.load(std::memory_order_relaxed);
+      if ((dropped & 63) == 0) cached_tail = tail.load(std::memory_order_acquire);
+      if (head - cached_tail > mask) {
+        lost.store(dropped + 1, std::memory_order_relaxed);
         return nullptr;
-      } else {
-        pos = head_.load(std::memory_order_relaxed);
       }
     }
+    return &at(head++);
   }
-  // The claimer's cell, filled: the writer may read it now.
-  static void publish(cell& c) noexcept {
-    c.seq.store(c.seq.load(std::memory_order_relaxed) + 1, std::memory_order_release);
-  }
-
-  // Writer only: the next published cell in claim order, or nullptr (empty,
-  // or the next one is claimed and not yet published). release() it after
-  // reading.
-  cell* next() noexcept {
-    cell& c = cells_[tail_ & mask_];
-    const std::uint32_t seq = c.seq.load(std::memory_order_acquire);
-    return static_cast<std::int32_t>(seq - (tail_ + 1)) == 0 ? &c : nullptr;
-  }
-  void release(cell& c) noexcept {
-    c.seq.store(tail_ + mask_ + 1, std::memory_order_release);
-    ++tail_;
-  }
-  // Cells claimed and not yet released by the writer.
-  std::uint32_t backlog() const noexcept { return head_.load(std::memory_order_relaxed) - tail_; }
 
  private:
-  alignas(64) std::atomic<std::uint32_t> head_{0};
-  alignas(64) std::uint32_t tail_ = 0;
-  std::uint32_t mask_;
   std::unique_ptr<cell[]> cells_;
 };
 

@@ -19,7 +19,7 @@ namespace dao::detail::trace {
 
 struct options {
   bool stacks = false;
-  std::size_t ring_bytes = std::size_t{4} << 20;
+  std::size_t ring_bytes = std::size_t{1} << 20;  // per recording thread
   unsigned flush_ms = 100;
   unsigned depth = 16;
   bool tsc = true;  // clock=tsc (each record reads the CPU's counter) or coarse
@@ -53,8 +53,10 @@ struct recording {
   std::unordered_map<std::uint64_t, std::string> texts;
   std::uint64_t next_text = 1;
 
-  std::atomic<std::uint64_t> lost{0};
-  std::atomic<std::uint64_t> written{0};  // records written
+  std::uint64_t lost_base = 0;             // lost_total() at the start
+  std::atomic<std::uint64_t> consumed{0};  // last sequence number the writer took
+  std::uint64_t first_seq = 1;             // the first of this recording
+  std::atomic<std::uint64_t> written{0};   // records written
   std::atomic<std::uint64_t> bytes{0};
 
   std::mutex control_mutex;
@@ -64,9 +66,17 @@ struct recording {
   std::thread writer;
 };
 
-// The ring, kept for the process's life (a producer may still hold a cell
-// of it after stop); replaced only by a larger one.
-extern std::atomic<ring*> g_ring;
+// Every thread's ring, kept for the process's life (a producer may still
+// hold a cell after a stop; a ring whose thread ended is taken over by the
+// next new thread once drained). The list only grows, at its front.
+extern std::atomic<thread_ring*> g_rings;
+// Cells of each thread's ring in the running recording.
+extern std::atomic<std::size_t> g_ring_cells;
+// The sequence number of the last record taken (records from 1).
+extern std::atomic<std::uint64_t> g_seq;
+// Records dropped since the process started: every ring's, plus those of
+// threads that could not get a ring.
+std::uint64_t lost_total() noexcept;
 // The one recording object, reused by every session and never destroyed (a
 // producer that saw the flag just before a stop may still use its tables).
 recording& the_recording();

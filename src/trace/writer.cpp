@@ -5,6 +5,8 @@
 // symbolized here (dladdr, demangled), never on the allocating thread.
 #include <cxxabi.h>
 #include <dlfcn.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -178,7 +180,7 @@ bool in_libdao(void* addr) {
 
 class writer {
  public:
-  explicit writer(recording& r) : r_(r), tsc_(r.opts.tsc) {}
+  explicit writer(recording& r) : r_(r), tsc_(r.opts.tsc), expected_(r.first_seq) {}
 
   void header() {
     out_.lit("{\"format\":\"dao-trace\",\"version\":1,\"libdao\":");
@@ -191,18 +193,39 @@ class writer {
     write_out();
   }
 
-  // Formats every published cell; returns how many.
-  std::size_t drain(ring& rg) {
+  // Formats the records written so far, in sequence order across the
+  // threads' rings; returns how many. A ring's records are in order, so
+  // the next record is at the front of one of them, or not written yet.
+  std::size_t drain() {
     std::size_t n = 0;
     if (!tsc_) g_coarse_now.store(monotonic_ns(), std::memory_order_relaxed);
-    for (cell* c = rg.next(); c != nullptr; c = rg.next()) {
-      format(*c);
-      rg.release(*c);
-      ++n;
-      if ((n & 1023) == 0 && !tsc_) g_coarse_now.store(monotonic_ns(), std::memory_order_relaxed);
-      if (out_.size() > (1u << 20)) write_out();
+    for (bool progress = true; progress;) {
+      progress = false;
+      for (thread_ring* rg = g_rings.load(std::memory_order_acquire); rg != nullptr;
+           rg = rg->next) {
+        const std::uint64_t before = rg->writer_tail;
+        for (;;) {
+          cell& c = rg->at(rg->writer_tail);
+          const std::uint64_t seq = c.seq.load(std::memory_order_acquire);
+          if (seq <= rg->last_seq || seq > expected_) break;  // not written, or not its turn
+          if (seq == expected_) {
+            format(c, rg->tid.load(std::memory_order_relaxed));
+            ++expected_;
+            if ((++n & 1023) == 0 && !tsc_)
+              g_coarse_now.store(monotonic_ns(), std::memory_order_relaxed);
+            if (out_.size() > (1u << 20)) write_out();
+          }  // else: left from an earlier recording, dropped
+          rg->last_seq = seq;
+          ++rg->writer_tail;
+        }
+        if (rg->writer_tail != before) {
+          rg->tail.store(rg->writer_tail, std::memory_order_release);
+          progress = true;
+        }
+      }
     }
-    const std::uint64_t lost = r_.lost.load(std::memory_order_relaxed);
+    r_.consumed.store(expected_ - 1, std::memory_order_relaxed);
+    const std::uint64_t lost = lost_total() - r_.lost_base;
     if (lost != reported_lost_) {
       begin("lost", last_t_);
       out_.key("count");
@@ -213,13 +236,18 @@ class writer {
     return n;
   }
 
+  // Records taken and not yet formatted.
+  std::uint64_t backlog() const noexcept {
+    return g_seq.load(std::memory_order_relaxed) - (expected_ - 1);
+  }
+
   void finish() {
     begin("end", last_t_);
     const std::uint64_t records = r_.written.load(std::memory_order_relaxed) + 1;
     out_.key("records");
     out_.u64(records);
     out_.key("lost");
-    out_.u64(r_.lost.load(std::memory_order_relaxed));
+    out_.u64(lost_total() - r_.lost_base);
     end();
     write_out();
   }
@@ -344,7 +372,7 @@ class writer {
     return s;
   }
 
-  void format(const cell& c) {
+  void format(const cell& c, std::uint32_t tid) {
     const auto what = static_cast<kind>(c.what);
     if (what == kind::skip) return;
     const std::uint64_t t = t_of(c.clock);
@@ -375,7 +403,7 @@ class writer {
           out_.u64(c.stack - 1);
         }
         out_.key("tid");
-        out_.u64(c.tid);
+        out_.u64(tid);
         break;
       case kind::map:
       case kind::unmap:
@@ -420,6 +448,7 @@ class writer {
 
   recording& r_;
   const bool tsc_;
+  std::uint64_t expected_;  // the sequence number of the next record to write
   out_buffer out_;
   std::uint64_t last_t_ = 0;
   std::uint64_t reported_lost_ = 0;
@@ -430,8 +459,12 @@ class writer {
 }  // namespace
 
 void writer_main(recording& r) {
+  // The lowest priority (nice 19): the writer takes what CPU time the
+  // program leaves, so that where no core is spare it is the writer that
+  // falls behind (rings fill, records are dropped and counted), not the
+  // allocating threads.
+  setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), 19);
   writer w(r);
-  ring& rg = *g_ring.load(std::memory_order_acquire);
   w.header();
   auto last_flush = std::chrono::steady_clock::now();
   const auto period = std::chrono::milliseconds(r.opts.flush_ms);
@@ -441,13 +474,14 @@ void writer_main(recording& r) {
     {
       std::unique_lock<std::mutex> lock(r.control_mutex);
       // Sleep a millisecond at a time unless the ring fills up.
-      if (!r.stop_requested && r.flush_requests == r.flushes_done && rg.backlog() < rg.size() / 4)
+      if (!r.stop_requested && r.flush_requests == r.flushes_done &&
+          w.backlog() < g_ring_cells.load(std::memory_order_relaxed) / 4)
         r.control_cv.wait_for(lock, std::chrono::milliseconds(1));
       stopping = r.stop_requested;
       flush_wanted = r.flush_requests;
       flushed = r.flushes_done;
     }
-    w.drain(rg);
+    w.drain();
     const auto now = std::chrono::steady_clock::now();
     if (stopping) break;
     if (flush_wanted != flushed || now - last_flush >= period) {
@@ -464,8 +498,9 @@ void writer_main(recording& r) {
   // Stopping: records claimed before the flag fell are published within
   // microseconds; wait for them a little, never for ever.
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(200);
-  while (rg.backlog() != 0 && std::chrono::steady_clock::now() < deadline) {
-    if (w.drain(rg) == 0) std::this_thread::yield();
+  w.drain();
+  while (w.backlog() != 0 && std::chrono::steady_clock::now() < deadline) {
+    if (w.drain() == 0) std::this_thread::yield();
   }
   w.finish();
   ::close(r.fd);
