@@ -13,8 +13,9 @@
  * caller's stack. `dao replay`, `dao plan` and `dao view` read it.
  *
  * How it stays cheap: an allocating thread writes a 64-byte binary record
- * into a fixed ring (one compare-and-swap, no lock, no system call, no
- * allocation) and a writer thread formats and writes the lines. A full
+ * into its own fixed ring (one atomic add for the global order, no lock,
+ * no system call, no allocation after its first record) and a writer
+ * thread, at the lowest priority, formats and writes the lines. A full
  * ring drops records and counts them (a `lost` record in the file): the
  * allocating thread never waits. The writer flushes whole lines every
  * `flush_ms`, so a process that is killed leaves a file readable up to its
@@ -51,9 +52,10 @@ extern "C" {
  *     with dladdr, written once per distinct stack as a `stack` record).
  *     Costs about a microsecond per call.
  *   - `depth` (default 16, 1 to 64): frames per stack.
- *   - `ring` (default 4MiB, 4 KiB to 1 GiB): bytes of the ring between the
- *     allocating threads and the writer (64 bytes per record, rounded down
- *     to a power of two records). Larger rides out longer bursts.
+ *   - `ring` (default 1MiB, 4 KiB to 1 GiB): bytes of each recording
+ *     thread's ring (64 bytes per record, rounded down to a power of two
+ *     records), taken at the thread's first record. Larger rides out
+ *     longer bursts.
  *   - `flush_ms` (default 100, 1 to 60000): the writer writes what it has
  *     formatted at least this often.
  *   - `clock` (default `tsc`): `tsc` stamps each record with the CPU's
