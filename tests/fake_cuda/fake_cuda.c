@@ -715,6 +715,7 @@ struct CUstream_st {
   struct fake_item *head, *tail;
   int stopping;
   pthread_t worker;
+  unsigned long long id;    /* cuStreamGetId: never reused, as the driver's */
   struct CUstream_st *next; /* in fake_streams */
 };
 
@@ -723,6 +724,7 @@ static pthread_cond_t fake_stream_changed = PTHREAD_COND_INITIALIZER;
 static long fake_live_streams;
 static long fake_live_events;
 static struct CUstream_st *fake_streams; /* every live stream */
+static unsigned long long fake_last_stream_id;
 
 /* Drops one reference; the caller holds fake_stream_lock. */
 static void event_release_locked(struct CUevent_st *e) {
@@ -779,6 +781,7 @@ static CUresult stream_create(CUstream *out, int device) {
   }
   pthread_mutex_lock(&fake_stream_lock);
   ++fake_live_streams;
+  s->id = ++fake_last_stream_id;
   s->next = fake_streams;
   fake_streams = s;
   pthread_mutex_unlock(&fake_stream_lock);
@@ -880,6 +883,33 @@ CUresult cuStreamCreate(CUstream *stream, unsigned int flags) {
 CUresult cuStreamDestroy_v2(CUstream stream) {
   if (current_device() < 0) return CUDA_ERROR_INVALID_CONTEXT;
   return stream_destroy(stream);
+}
+
+/* The legacy default stream is number 0; a destroyed stream's handle is
+   refused (unless a new stream has its address: then the number is the new
+   stream's, as with the real driver). */
+CUresult cuStreamGetId(CUstream stream, unsigned long long *id) {
+  if (id == NULL) return CUDA_ERROR_INVALID_VALUE;
+  if (stream == NULL) {
+    *id = 0;
+    return CUDA_SUCCESS;
+  }
+  {
+    /* Looked up among the live streams, so that a destroyed stream's handle
+       is refused without reading its freed memory. */
+    const struct CUstream_st *s;
+    CUresult r = CUDA_ERROR_INVALID_HANDLE;
+    pthread_mutex_lock(&fake_stream_lock);
+    for (s = fake_streams; s != NULL; s = s->next) {
+      if (s == stream) {
+        *id = s->id;
+        r = CUDA_SUCCESS;
+        break;
+      }
+    }
+    pthread_mutex_unlock(&fake_stream_lock);
+    return r;
+  }
 }
 
 CUresult cuStreamSynchronize(CUstream stream) {
