@@ -100,6 +100,7 @@ interop_stream& interop_streams::acquire(dao_place place, void* native, const ch
 void interop_streams::unpin(interop_stream& s) noexcept {
   drop_list dropped{{}, &interop_streams::drop};
   std::lock_guard<std::mutex> lock(mutex_);
+  s.last_use = ++clock_;  // a free is a use: the stream just became idle
   if (--s.live != 0) return;
   if (s.retired) {
     for (auto& r : retired_) {

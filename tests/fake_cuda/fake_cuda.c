@@ -734,7 +734,24 @@ static void event_release_locked(struct CUevent_st *e) {
   }
 }
 
-static int valid_stream(CUstream s) { return s != NULL && s->magic == FAKE_STREAM_MAGIC; }
+/* Whether `s` is a live stream, found among the live streams so that a
+   destroyed stream's handle is refused without reading its freed memory (as
+   the real driver refuses it; libdao's interop cache may still hold the
+   handle of a stream its owner destroyed). Takes fake_stream_lock. */
+static int valid_stream(CUstream s) {
+  const struct CUstream_st *it;
+  int found = 0;
+  if (s == NULL) return 0;
+  pthread_mutex_lock(&fake_stream_lock);
+  for (it = fake_streams; it != NULL; it = it->next) {
+    if (it == s) {
+      found = s->magic == FAKE_STREAM_MAGIC;
+      break;
+    }
+  }
+  pthread_mutex_unlock(&fake_stream_lock);
+  return found;
+}
 static int valid_event(CUevent e) { return e != NULL && e->magic == FAKE_EVENT_MAGIC; }
 
 static void *stream_main(void *arg) {
