@@ -725,6 +725,7 @@ static long fake_live_streams;
 static long fake_live_events;
 static struct CUstream_st *fake_streams; /* every live stream */
 static unsigned long long fake_last_stream_id;
+static struct CUstream_st *fake_spare_streams; /* destroyed, for reuse */
 
 /* Drops one reference; the caller holds fake_stream_lock. */
 static void event_release_locked(struct CUevent_st *e) {
@@ -734,24 +735,12 @@ static void event_release_locked(struct CUevent_st *e) {
   }
 }
 
-/* Whether `s` is a live stream, found among the live streams so that a
-   destroyed stream's handle is refused without reading its freed memory (as
-   the real driver refuses it; libdao's interop cache may still hold the
-   handle of a stream its owner destroyed). Takes fake_stream_lock. */
-static int valid_stream(CUstream s) {
-  const struct CUstream_st *it;
-  int found = 0;
-  if (s == NULL) return 0;
-  pthread_mutex_lock(&fake_stream_lock);
-  for (it = fake_streams; it != NULL; it = it->next) {
-    if (it == s) {
-      found = s->magic == FAKE_STREAM_MAGIC;
-      break;
-    }
-  }
-  pthread_mutex_unlock(&fake_stream_lock);
-  return found;
-}
+/* A destroyed stream's memory is kept for the next stream (fake_spare_streams),
+   never given back: so a handle of a destroyed stream can be refused by its
+   magic without reading freed memory (libdao's interop cache may still hold
+   the handle of a stream its owner destroyed, as the real driver allows), and
+   a new stream takes a destroyed one's address, as it may with the driver. */
+static int valid_stream(CUstream s) { return s != NULL && s->magic == FAKE_STREAM_MAGIC; }
 static int valid_event(CUevent e) { return e != NULL && e->magic == FAKE_EVENT_MAGIC; }
 
 static void *stream_main(void *arg) {
@@ -788,7 +777,13 @@ static void *stream_main(void *arg) {
 
 /* Creates a stream on `device`; no context needed. */
 static CUresult stream_create(CUstream *out, int device) {
-  CUstream s = (CUstream)calloc(1, sizeof *s);
+  CUstream s;
+  pthread_mutex_lock(&fake_stream_lock);
+  s = fake_spare_streams;
+  if (s != NULL) fake_spare_streams = s->next;
+  pthread_mutex_unlock(&fake_stream_lock);
+  if (s != NULL) memset(s, 0, sizeof *s);
+  else s = (CUstream)calloc(1, sizeof *s);
   if (s == NULL) return CUDA_ERROR_OUT_OF_MEMORY;
   s->magic = FAKE_STREAM_MAGIC;
   s->device = device;
@@ -823,8 +818,9 @@ static CUresult stream_destroy(CUstream s) {
     while (*link != s) link = &(*link)->next;
     *link = s->next;
   }
+  s->next = fake_spare_streams; /* magic stays 0: refused until reused */
+  fake_spare_streams = s;
   pthread_mutex_unlock(&fake_stream_lock);
-  free(s);
   return CUDA_SUCCESS;
 }
 
@@ -911,22 +907,9 @@ CUresult cuStreamGetId(CUstream stream, unsigned long long *id) {
     *id = 0;
     return CUDA_SUCCESS;
   }
-  {
-    /* Looked up among the live streams, so that a destroyed stream's handle
-       is refused without reading its freed memory. */
-    const struct CUstream_st *s;
-    CUresult r = CUDA_ERROR_INVALID_HANDLE;
-    pthread_mutex_lock(&fake_stream_lock);
-    for (s = fake_streams; s != NULL; s = s->next) {
-      if (s == stream) {
-        *id = s->id;
-        r = CUDA_SUCCESS;
-        break;
-      }
-    }
-    pthread_mutex_unlock(&fake_stream_lock);
-    return r;
-  }
+  if (!valid_stream(stream)) return CUDA_ERROR_INVALID_HANDLE;
+  *id = stream->id;
+  return CUDA_SUCCESS;
 }
 
 CUresult cuStreamSynchronize(CUstream stream) {
