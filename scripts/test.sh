@@ -125,7 +125,7 @@ if [ "${DAO_TEST_SANITIZERS:-1}" != "0" ]; then
     -DDAO_SANITIZE=thread -DDAO_BUILD_BENCH=OFF -DDAO_BUILD_EXAMPLES=OFF \
     -DDAO_BUILD_TOOLS=OFF >/dev/null
   # Every test of code that runs on several threads.
-  tsan_tests="test_stress test_status test_stream test_stacking test_caching_basics test_caching_model test_caching_streams test_caching_record_fails test_caching_nocache test_caching_oom test_caching_release test_caching_snapshot test_recycle test_recycle_stress test_tiered test_whole test_reentrancy"
+  tsan_tests="test_stress test_interop test_status test_stream test_stacking test_caching_basics test_caching_model test_caching_streams test_caching_record_fails test_caching_nocache test_caching_oom test_caching_release test_caching_snapshot test_recycle test_recycle_stress test_tiered test_whole test_reentrancy"
   # shellcheck disable=SC2086
   cmake --build "$root/build-tsan" -j "$jobs" --target $tsan_tests
   run_ctest "$root/build-tsan" -R "^($(echo $tsan_tests | tr ' ' '|'))\$"

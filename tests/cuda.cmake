@@ -42,6 +42,12 @@ if(DAO_CUDA_ENABLED)
   add_test(NAME test_cuda_backend_fake COMMAND test_cuda_backend fake)
   set_tests_properties(test_cuda_backend_fake PROPERTIES ENVIRONMENT "${_dao_fake_cuda_env}")
 
+  # The PyTorch / CuPy entry points on cuda:n, with real CUstream handles
+  # (the fake driver's, with cuStreamGetId) wrapped and cached.
+  add_test(NAME test_interop_cuda_fake COMMAND test_interop cuda)
+  set_tests_properties(test_interop_cuda_fake PROPERTIES LABELS "unit;cuda" TIMEOUT 300
+                       ENVIRONMENT "${_dao_fake_cuda_env}")
+
   # A SIM device with the h200 profile behaves as the card (the fake driver
   # has the H200's 2 MiB granularity) under the same allocator and config.
   add_executable(test_sim_vs_card ${CMAKE_CURRENT_LIST_DIR}/test_sim_vs_card.c)

@@ -112,6 +112,7 @@ macro_rules! c_enum {
 
 mod allocator;
 mod error;
+pub mod interop;
 mod memory;
 mod place;
 mod recycle;
