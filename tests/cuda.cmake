@@ -101,9 +101,9 @@ if(DAO_CUDA_ENABLED)
   # labelled bench too: it times them.
   if(TARGET bench_alloc AND TARGET bench_traces)
     add_test(NAME gpu_check_fake
-             COMMAND ${PROJECT_SOURCE_DIR}/scripts/gpu-check.sh --quick --timeout 40
+             COMMAND ${PROJECT_SOURCE_DIR}/scripts/gpu-check.sh --quick --timeout 150
                      --traces-only A,B ${PROJECT_BINARY_DIR} ${PROJECT_SOURCE_DIR}/bench/traces)
-    set_tests_properties(gpu_check_fake PROPERTIES LABELS "cuda;bench" TIMEOUT 90 ENVIRONMENT
+    set_tests_properties(gpu_check_fake PROPERTIES LABELS "cuda;bench" TIMEOUT 600 ENVIRONMENT
       "${_dao_fake_cuda};FAKE_CUDA_DEVICES=1;FAKE_CUDA_CAPACITY=1073741824;OUT=${CMAKE_CURRENT_BINARY_DIR}/gpu-check")
   endif()
 
