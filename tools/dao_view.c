@@ -6,7 +6,8 @@
  * allocation, the segments and blocks at any moment (the peak by default),
  * the largest allocations there — or a snapshot's segments and blocks (the
  * JSON of dao_allocator_snapshot_json()). The page is tools/view/; this file
- * reads the input, pairs allocations with their frees and embeds the result
+ * reads the input (traces through tools/trace_reader.h), pairs allocations
+ * with their frees and embeds the result
  * as compact columns (delta-coded starts and addresses) that the page draws
  * on canvases. C99, public API only.
  */
@@ -14,8 +15,10 @@
 
 #include "dao_tool.h"
 #include "tool_value.h"
+#include "trace_reader.h"
 #include "view_assets.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -106,173 +109,118 @@ static unsigned long long key_of(long a, double ptr) {
   return (unsigned long long)ptr ^ ((unsigned long long)a << 56);
 }
 
-/* Reads a trace (docs/trace-format.md, version 1) into `t`. */
-static int read_trace(const char *input, const char *data, size_t len, trace_view *t,
-                      dao_tool_progress *progress) {
-  tv_arena *arena = tv_arena_create();
-  dao_tool_map live, live_seg;
-  size_t pos = 0;
-  unsigned long long lineno = 0;
-  int status = 0;
-  char error[160];
-  dao_tool_map_init(&live);
+static void read_progress(size_t done, size_t total, void *user) {
+  dao_tool_progress_update((dao_tool_progress *)user, (double)done, (double)total, "bytes");
+}
+
+/* Reads a trace (docs/trace-format.md, version 1; tools/trace_reader.h)
+   into intervals: allocations from their alloc to their free, segments from
+   their map to their unmap, on an axis of timeline events (allocs and
+   frees). */
+static int read_trace(const char *input, trace_view *t, dao_tool_progress *progress) {
+  dao_trace tr;
+  dao_tool_map live_seg;
+  char err[512];
+  size_t i, j;
+  uint32_t *interval_of; /* record index -> allocation interval */
+  if (dao_trace_read(input, &tr, err, sizeof err, read_progress, progress) != 0) {
+    fprintf(stderr, "%s: %s: %s\n", dao_tool_program, cmd, err);
+    return DAO_TOOL_EXIT_USAGE;
+  }
   dao_tool_map_init(&live_seg);
-  while (pos < len) {
-    const char *line = data + pos, *nl = (const char *)memchr(line, '\n', len - pos);
-    size_t n = nl != NULL ? (size_t)(nl - line) : len - pos;
-    int complete = nl != NULL;
-    tv *v;
-    const char *k;
-    double tval;
-    pos += n + (complete ? 1 : 0);
-    ++lineno;
-    tv_arena_reset(arena);
-    v = tv_parse_json(arena, line, n, error, sizeof error);
-    if (lineno == 1) {
-      long long version = 0;
-      const char *format = tv_str(tv_get(v, "format"));
-      const char *source = tv_str(tv_get(v, "source"));
-      if (v == NULL || format == NULL || strcmp(format, "dao-trace") != 0) {
-        status = dao_tool_bad_input(cmd, input, "not a dao trace (its first line is not a header)");
-        break;
-      }
-      if (!tv_int(tv_get(v, "version"), &version) || version < 1 || version > 1) {
-        status = dao_tool_bad_input(cmd, input,
-                                    "trace format version %lld: this dao reads version 1", version);
-        break;
-      }
-      snprintf(t->source, sizeof t->source, "%s", source != NULL ? source : "recorded");
-      continue;
-    }
-    if (v == NULL || (k = tv_str(tv_get(v, "k"))) == NULL || !tv_number(tv_get(v, "t"), &tval)) {
-      if (!complete) {
-        t->truncated = 1;
-        break;
-      }
-      if (n == 0) continue;
-      status = dao_tool_bad_input(cmd, input, "line %llu: %s", lineno,
-                                  v == NULL ? error : "not a trace record (no \"k\" and \"t\")");
-      break;
-    }
-    ++t->lines;
-    if ((lineno & 0xffff) == 0)
-      dao_tool_progress_update(progress, (double)pos, (double)len, "bytes");
-    if (strcmp(k, "alloc") == 0 || strcmp(k, "free") == 0) {
-      long long a = 0, s = 0, st = -1;
-      double ptr, size = 0, req;
-      unsigned long long key, idx;
-      tv_int(tv_get(v, "a"), &a);
-      tv_int(tv_get(v, "s"), &s);
-      if (!tv_number(tv_get(v, "ptr"), &ptr)) {
-        status = dao_tool_bad_input(cmd, input, "line %llu: %s without a ptr", lineno, k);
-        break;
-      }
-      key = key_of((long)a, ptr);
-      if (k[0] == 'a') {
-        interval *iv;
-        tv_number(tv_get(v, "size"), &size);
-        if (!tv_number(tv_get(v, "req"), &req)) req = size;
-        tv_int(tv_get(v, "st"), &st);
-        if (dao_tool_map_get(&live, key, &idx)) { /* allocated twice: the first ends here */
-          t->allocs.v[idx].end = t->events;
-          t->live -= t->allocs.v[idx].size;
-        }
+  snprintf(t->source, sizeof t->source, "%s", tr.source != NULL ? tr.source : "recorded");
+  t->unmatched = tr.unmatched;
+  t->truncated = tr.incomplete_last_line;
+  t->lines = tr.lines;
+  interval_of = (uint32_t *)dao_tool_xmalloc((tr.count + 1) * sizeof(uint32_t));
+  for (i = 0; i < tr.count; ++i) {
+    const dao_tr_record *r = &tr.records[i];
+    unsigned long long key = key_of((long)r->alloc, (double)r->ptr), idx;
+    interval *iv;
+    interval_of[i] = DAO_TR_NONE;
+    switch (r->kind) {
+      case DAO_TR_ALLOC:
         idx = push_interval(&t->allocs);
+        interval_of[i] = (uint32_t)idx;
         iv = &t->allocs.v[idx];
         iv->start = t->events;
         iv->end = -1;
-        iv->size = size;
-        iv->req = req;
-        iv->addr = ptr;
-        iv->stream = (long)s;
-        iv->stack = (long)st;
-        iv->alloc = (long)a;
-        dao_tool_map_put(&live, key, idx);
-        t->live += size;
+        iv->size = (double)r->size;
+        iv->req = (double)r->req;
+        iv->addr = (double)r->ptr;
+        iv->stream = (long)r->stream;
+        iv->stack = r->stack == DAO_TR_NONE ? -1 : (long)r->stack;
+        iv->alloc = (long)r->alloc;
+        t->live += iv->size;
         if (t->live > t->peak) {
           t->peak = t->live;
           t->peak_at = t->events;
         }
-      } else if (dao_tool_map_get(&live, key, &idx)) {
-        dao_tool_map_remove(&live, key);
-        t->allocs.v[idx].end = t->events;
-        t->live -= t->allocs.v[idx].size;
-      } else {
-        ++t->unmatched;
-      }
-      t->events += 1;
-    } else if (strcmp(k, "map") == 0 || strcmp(k, "unmap") == 0) {
-      long long a = 0;
-      double addr, size = 0;
-      unsigned long long key, idx;
-      tv_int(tv_get(v, "a"), &a);
-      if (!tv_number(tv_get(v, "addr"), &addr)) continue;
-      tv_number(tv_get(v, "size"), &size);
-      key = key_of((long)a, addr);
-      if (k[0] == 'm') {
-        interval *iv;
+        t->events += 1;
+        break;
+      case DAO_TR_FREE:
+        if (r->match != DAO_TR_NONE && r->match < i && interval_of[r->match] != DAO_TR_NONE) {
+          iv = &t->allocs.v[interval_of[r->match]];
+          if (iv->end < 0) {
+            iv->end = t->events;
+            t->live -= iv->size;
+          }
+        }
+        t->events += 1;
+        break;
+      case DAO_TR_MAP:
         idx = push_interval(&t->segs);
         iv = &t->segs.v[idx];
         iv->start = t->events;
         iv->end = -1;
-        iv->addr = addr;
-        iv->size = size;
-        iv->alloc = (long)a;
+        iv->addr = (double)r->ptr;
+        iv->size = (double)r->size;
+        iv->alloc = (long)r->alloc;
         dao_tool_map_put(&live_seg, key, idx);
-      } else if (dao_tool_map_get(&live_seg, key, &idx)) {
-        dao_tool_map_remove(&live_seg, key);
-        t->segs.v[idx].end = t->events;
+        break;
+      case DAO_TR_UNMAP:
+        if (dao_tool_map_get(&live_seg, key, &idx)) {
+          dao_tool_map_remove(&live_seg, key);
+          t->segs.v[idx].end = t->events;
+        }
+        break;
+      case DAO_TR_OOM: {
+        const char *msg =
+            r->text != DAO_TR_NONE && r->text < tr.text_count ? tr.texts[r->text] : "";
+        sb_printf(&t->ooms, "%s[%.0f,%.0f,%.0f,", t->ooms.n ? "," : "", t->events, (double)r->size,
+                  (double)r->req);
+        sb_json(&t->ooms, msg, strlen(msg));
+        sb_add(&t->ooms, "]", 1);
+        break;
       }
-    } else if (strcmp(k, "allocator") == 0) {
-      long long id = 0;
-      double capacity = 0;
-      const char *place = tv_str(tv_get(v, "place")), *strategy = tv_str(tv_get(v, "strategy"));
-      tv_int(tv_get(v, "id"), &id);
-      tv_number(tv_get(v, "capacity"), &capacity);
-      sb_printf(&t->allocators,
-                "%s{\"id\":%lld,\"capacity\":%.0f,\"place\":", t->allocators.n ? "," : "", id,
-                capacity);
-      sb_json(&t->allocators, place ? place : "", place ? strlen(place) : 0);
-      sb_add(&t->allocators, ",\"strategy\":", 12);
-      sb_json(&t->allocators, strategy ? strategy : "", strategy ? strlen(strategy) : 0);
-      sb_add(&t->allocators, "}", 1);
-    } else if (strcmp(k, "stream") == 0) {
-      long long id = 0;
-      double handle = 0;
-      tv_int(tv_get(v, "id"), &id);
-      tv_number(tv_get(v, "handle"), &handle);
-      sb_printf(&t->streams, "%s\"%lld\":\"0x%llx\"", t->streams.n ? "," : "", id,
-                (unsigned long long)handle);
-    } else if (strcmp(k, "stack") == 0) {
-      long long id = 0;
-      const tv *frames = tv_get(v, "frames");
-      size_t i;
-      if (!tv_int(tv_get(v, "id"), &id) || frames == NULL || frames->type != TV_LIST) continue;
-      sb_printf(&t->stacks, "%s\"%lld\":[", t->stacks.n ? "," : "", id);
-      for (i = 0; i < frames->n; ++i) {
-        const tv *f = frames->items[i];
-        if (i) sb_add(&t->stacks, ",", 1);
-        if (f->type == TV_STRING) sb_json(&t->stacks, f->s, f->len);
-        else sb_add(&t->stacks, "\"?\"", 3);
-      }
-      sb_add(&t->stacks, "]", 1);
-    } else if (strcmp(k, "oom") == 0) {
-      double size = 0, free_bytes = 0;
-      const char *msg = tv_str(tv_get(v, "msg"));
-      tv_number(tv_get(v, "size"), &size);
-      tv_number(tv_get(v, "free"), &free_bytes);
-      sb_printf(&t->ooms, "%s[%.0f,%.0f,%.0f,", t->ooms.n ? "," : "", t->events, size, free_bytes);
-      sb_json(&t->ooms, msg ? msg : "", msg ? strlen(msg) : 0);
-      sb_add(&t->ooms, "]", 1);
+      default: break; /* free_done, use, trim, lost, mark, end: nothing to draw */
     }
-    /* free_done, use, trim, lost, mark, end and kinds of later versions:
-       nothing to draw */
   }
-  if (status == 0 && lineno == 0) status = dao_tool_bad_input(cmd, input, "empty file");
-  dao_tool_map_free(&live);
+  for (i = 0; i < tr.allocator_count; ++i) {
+    const dao_tr_allocator *a = &tr.allocators[i];
+    sb_printf(&t->allocators, "%s{\"id\":%lu,\"capacity\":%.0f,\"place\":", i ? "," : "",
+              (unsigned long)a->id, (double)a->capacity);
+    sb_json(&t->allocators, a->place ? a->place : "", a->place ? strlen(a->place) : 0);
+    sb_add(&t->allocators, ",\"strategy\":", 12);
+    sb_json(&t->allocators, a->strategy ? a->strategy : "", a->strategy ? strlen(a->strategy) : 0);
+    sb_add(&t->allocators, "}", 1);
+  }
+  for (i = 0; i < tr.stream_count; ++i)
+    sb_printf(&t->streams, "%s\"%lu\":\"0x%llx\"", i ? "," : "", (unsigned long)tr.streams[i].id,
+              (unsigned long long)tr.streams[i].handle);
+  for (i = 0; i < tr.stack_count; ++i) {
+    const dao_tr_stack *st = &tr.stacks[i];
+    sb_printf(&t->stacks, "%s\"%lu\":[", i ? "," : "", (unsigned long)st->id);
+    for (j = 0; j < st->frame_count; ++j) {
+      if (j) sb_add(&t->stacks, ",", 1);
+      sb_json(&t->stacks, st->frames[j], strlen(st->frames[j]));
+    }
+    sb_add(&t->stacks, "]", 1);
+  }
+  free(interval_of);
   dao_tool_map_free(&live_seg);
-  tv_arena_destroy(arena);
-  return status;
+  dao_trace_free(&tr);
+  return 0;
 }
 
 /* Column `field` of the intervals: delta-coded when `delta`; omitted (null)
@@ -456,7 +404,7 @@ int dao_command_view(int argc, char **argv) {
   const char *input = NULL, *output = "memory.html", *name;
   int json = 0, i, status = 0, is_trace;
   char *data;
-  size_t len, first;
+  size_t len;
   char error[200];
   trace_view t;
   page_ctx ctx;
@@ -489,22 +437,27 @@ int dao_command_view(int argc, char **argv) {
   }
   if (input == NULL)
     return dao_tool_bad_usage("view: missing", "TRACE|SNAPSHOT.json", "dao view --help");
-  if (dao_tool_read_file(input, &data, &len, error, sizeof error) != 0)
+  {
+    /* a trace when its first line names the format: read only that much */
+    char head[4096];
+    size_t n;
+    FILE *in = fopen(input, "rb");
+    if (in == NULL) return dao_tool_bad_input(cmd, input, "cannot open: %s", strerror(errno));
+    n = fread(head, 1, sizeof head - 1, in);
+    fclose(in);
+    head[n] = '\0';
+    if (strchr(head, '\n') != NULL) *strchr(head, '\n') = '\0';
+    is_trace = strstr(head, "\"dao-trace\"") != NULL;
+  }
+  data = NULL;
+  len = 0;
+  if (!is_trace && dao_tool_read_file(input, &data, &len, error, sizeof error) != 0)
     return dao_tool_bad_input(cmd, input, "%s", error);
   name = strrchr(input, '/') != NULL ? strrchr(input, '/') + 1 : input;
   memset(&t, 0, sizeof t);
-  for (first = 0; first < len && data[first] != '\n'; ++first) {
-  }
-  {
-    /* a trace when its first line names the format */
-    char saved = data[first];
-    data[first] = '\0';
-    is_trace = strstr(data, "\"dao-trace\"") != NULL;
-    data[first] = saved;
-  }
   dao_tool_progress_start(&progress, "view: reading");
   if (is_trace) {
-    status = read_trace(input, data, len, &t, &progress);
+    status = read_trace(input, &t, &progress);
   } else {
     size_t k = 0;
     tv *v;
