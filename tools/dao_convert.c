@@ -308,6 +308,16 @@ static int convert_ops(const char *input, const char *data, size_t len, writer *
 /* PyTorch memory snapshot (pickle)                                          */
 /* ------------------------------------------------------------------------ */
 
+/* An address, size or stream of an entry: a number in [0, 2^64), or 0 when
+   the key is absent or holds anything else (hostile input must not reach a
+   conversion out of range). */
+static int get_u64(const tv *entry, const char *key, double *out) {
+  double x;
+  if (!tv_number(tv_get(entry, key), &x) || !(x >= 0.0 && x < 18446744073709551616.0)) return 0;
+  *out = x;
+  return 1;
+}
+
 typedef struct torch_ctx {
   writer *w;
   convert_result *r;
@@ -336,7 +346,7 @@ static long torch_stream(torch_ctx *c, int device, const tv *entry) {
   double handle = 0;
   unsigned long long key, id;
   char place[32];
-  if (!tv_number(tv_get(entry, "stream"), &handle) || handle == 0) return 0;
+  if (!get_u64(entry, "stream", &handle) || handle == 0) return 0;
   key = dao_tool_hash(&handle, sizeof handle) ^ (unsigned long long)device * 0x9e3779b97f4a7c15ULL;
   if (dao_tool_map_get(&c->streams, key, &id)) return (long)id;
   id = (unsigned long long)c->next_stream++;
@@ -462,7 +472,7 @@ static int convert_torch(const char *input, const char *data, size_t len, writer
       te.device = d;
       te.index = nentries;
       te.time = 0;
-      if (!tv_number(tv_get(e, "time_us"), &te.time)) all_timed = 0;
+      if (!get_u64(e, "time_us", &te.time)) all_timed = 0;
       if (nentries == cap) {
         cap = cap ? cap * 2 : 1024;
         entries = (torch_entry *)dao_tool_xrealloc(entries, cap * sizeof *entries);
@@ -501,8 +511,8 @@ static int convert_torch(const char *input, const char *data, size_t len, writer
     const char *action = tv_str(tv_get(e, "action"));
     double addr, size = 0;
     unsigned long long key;
-    if (!tv_number(tv_get(e, "addr"), &addr)) continue;
-    tv_number(tv_get(e, "size"), &size);
+    if (!get_u64(e, "addr", &addr)) continue;
+    get_u64(e, "size", &size);
     key = (unsigned long long)addr ^ ((unsigned long long)entries[i].device << 56);
     if (action_is(action, "alloc")) {
       dao_tool_map_put(&seen, key, 1);
@@ -532,8 +542,8 @@ static int convert_torch(const char *input, const char *data, size_t len, writer
     double addr, size = 0;
     unsigned long long key;
     if (!tv_int(tv_get(seg, "device"), &dev) || dev < 0 || dev >= ndevices) dev = 0;
-    if (!tv_number(tv_get(seg, "address"), &addr)) continue;
-    tv_number(tv_get(seg, "total_size"), &size);
+    if (!get_u64(seg, "address", &addr)) continue;
+    get_u64(seg, "total_size", &size);
     key = (unsigned long long)addr ^ ((unsigned long long)dev << 56);
     if (!dao_tool_map_get(&seen_seg, key, NULL)) {
       dao_tool_map_put(&seen_seg, key, 1);
@@ -548,9 +558,9 @@ static int convert_torch(const char *input, const char *data, size_t len, writer
       const char *state = tv_str(tv_get(b, "state"));
       double baddr, bsize = 0, breq;
       if (state == NULL || strcmp(state, "active_allocated") != 0) continue;
-      if (!tv_number(tv_get(b, "address"), &baddr)) continue;
-      tv_number(tv_get(b, "size"), &bsize);
-      if (!tv_number(tv_get(b, "requested_size"), &breq)) breq = bsize;
+      if (!get_u64(b, "address", &baddr)) continue;
+      get_u64(b, "size", &bsize);
+      if (!get_u64(b, "requested_size", &breq)) breq = bsize;
       key = (unsigned long long)baddr ^ ((unsigned long long)dev << 56);
       if (dao_tool_map_get(&seen, key, NULL)) continue;
       dao_tool_map_put(&seen, key, 1);
@@ -565,8 +575,8 @@ static int convert_torch(const char *input, const char *data, size_t len, writer
     const char *action = tv_str(tv_get(e, "action"));
     int dev = entries[i].device;
     double addr = 0, size = 0;
-    int has_addr = tv_number(tv_get(e, "addr"), &addr);
-    tv_number(tv_get(e, "size"), &size);
+    int has_addr = get_u64(e, "addr", &addr);
+    get_u64(e, "size", &size);
     if ((i & 0xffff) == 0)
       dao_tool_progress_update(progress, (double)i, (double)nentries, "entries");
     if (action_is(action, "alloc") && has_addr) {
@@ -595,7 +605,7 @@ static int convert_torch(const char *input, const char *data, size_t len, writer
     } else if (action_is(action, "oom")) {
       double device_free = 0;
       long s = torch_stream(&c, dev, e);
-      tv_number(tv_get(e, "device_free"), &device_free);
+      get_u64(e, "device_free", &device_free);
       w_begin(w, "oom");
       fprintf(w->f, ",\"a\":%d,\"size\":%.0f,\"s\":%ld,\"free\":%.0f,\"msg\":", dev, size, s,
               device_free);
