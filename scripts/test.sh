@@ -54,6 +54,8 @@ need_cmd clang clang
 # The format check (scripts/check-format.sh).
 need_cmd clang-format-14 clang-format-14
 need_file /usr/lib/llvm-14/lib/clang/14.0.6/lib/linux/libclang_rt.fuzzer-x86_64.a libclang-rt-14-dev
+# The pages of `dao view` loaded in a headless browser (ctest tool_view_browser).
+need_cmd chromium chromium
 if [ ${#missing[@]} -gt 0 ]; then
   echo "== installing: ${missing[*]}"
   sudo=""

@@ -4,6 +4,8 @@
  *   dao info [--json]   what this machine offers: every place kind, its
  *                       devices and memory, and the allocator that dao_alloc()
  *                       would use there
+ *   dao convert ...     import other tools' memory histories (dao_convert.c)
+ *   dao view ...        a memory history or snapshot as one HTML page (dao_view.c)
  *   dao --help | --version | help [command]
  *
  * Written in C99 against the public API only, so it is also an example of it.
@@ -11,6 +13,8 @@
  * dao_last_error() go to stderr), 2 for a bad command line.
  */
 #include <dao.h>
+
+#include "dao_tool.h"
 
 #include <ctype.h>
 #include <stdio.h>
@@ -414,6 +418,13 @@ static void usage(FILE *out) {
           "                  devices, their total and free memory, the backend that\n"
           "                  serves it, and the allocator strategy and config that\n"
           "                  dao_alloc() uses there.\n"
+          "  convert INPUT -o TRACE\n"
+          "                  Convert a lifetime CSV, a PyTorch memory snapshot\n"
+          "                  (pickle) or an ops JSONL trace into a libdao trace.\n"
+          "  view TRACE|SNAPSHOT.json [-o memory.html]\n"
+          "                  Write one self-contained HTML page: memory over time,\n"
+          "                  segments and blocks at any moment, the largest\n"
+          "                  allocations at the peak.\n"
           "  help [command]  Show this help, or the help of a command.\n"
           "\n"
           "Options:\n"
@@ -503,6 +514,14 @@ int main(int argc, char **argv) {
       usage_info(stdout);
       return EXIT_SUCCESS;
     }
+    if (argc == 3 && strcmp(argv[2], "convert") == 0) {
+      dao_usage_convert(stdout);
+      return EXIT_SUCCESS;
+    }
+    if (argc == 3 && strcmp(argv[2], "view") == 0) {
+      dao_usage_view(stdout);
+      return EXIT_SUCCESS;
+    }
     if (argc == 3 && strcmp(argv[2], "help") == 0) {
       usage(stdout);
       return EXIT_SUCCESS;
@@ -510,6 +529,8 @@ int main(int argc, char **argv) {
     return bad_usage("help: unknown command", argv[2], "dao --help");
   }
   if (strcmp(command, "info") == 0) return main_info(argc - 2, argv + 2);
+  if (strcmp(command, "convert") == 0) return dao_command_convert(argc - 2, argv + 2);
+  if (strcmp(command, "view") == 0) return dao_command_view(argc - 2, argv + 2);
   if (command[0] == '-') return bad_usage("unknown option", command, "dao --help");
   return bad_usage("unknown command", command, "dao --help");
 }
