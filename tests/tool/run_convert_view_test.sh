@@ -106,6 +106,12 @@ python3 -c 'import json, sys
 d = json.load(open(sys.argv[1]))
 assert d["kind"] == "trace" and d["events"] == 10 and d["allocations"] == 5, d
 assert d["peak_bytes"] == 1000 and d["page_bytes"] > 1000, d' "$out/view_json.out" || fail "view --json"
+# A converted PyTorch trace: each free_done follows its free; none of them is
+# a "free of nothing live" (the reader once counted every one).
+run view_torch_json 0 view "$out/snap4.trace" -o "$out/snap4b.html" --json
+python3 -c 'import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["unmatched_frees"] == 0, d' "$out/view_torch_json.out" || fail "view --json (torch)"
 run view_snapshot 0 view "$out/snapshot.json" -o "$out/snapshot.html"
 grep -q '"kind":"snapshot"' "$out/snapshot.html" || fail "snapshot.html has no embedded snapshot"
 # "</script>" inside the data must not end the script element
