@@ -15,6 +15,7 @@
 #include "dao/stream.h"
 #include "dao/allocator.h"
 #include "dao/memory.h"
+#include "dao/interop.h"
 #include "dao/sim.h"
 #include "dao/recycle.h"
 #include "dao/tiered.h"

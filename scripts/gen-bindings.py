@@ -29,6 +29,7 @@ C type            Fortran (dao_c)               Rust (dao_sys)     Julia
 int, enum, status integer(c_int), value         c_int / enum alias Cint
 unsigned          integer(c_int)                c_uint             Cuint
 size_t            integer(c_size_t)             usize              Csize_t
+ptrdiff_t         integer(c_intptr_t)           isize              Cptrdiff_t
 uintptr_t         integer(c_intptr_t)           usize              UInt
 int64_t/uint64_t  integer(c_int64_t)            i64 / u64          Int64/UInt64
 double            real(c_double)                c_double           Cdouble
@@ -145,8 +146,8 @@ EXCEPTIONS = {
 # Reading the headers
 # ---------------------------------------------------------------------------
 
-NUMERIC = {"int", "unsigned", "unsigned int", "size_t", "uintptr_t", "int64_t", "uint64_t",
-           "double", "char", "void"}
+NUMERIC = {"int", "unsigned", "unsigned int", "size_t", "ptrdiff_t", "uintptr_t", "int64_t",
+           "uint64_t", "double", "char", "void"}
 
 
 class CType:
@@ -573,7 +574,11 @@ def header_sections(api):
 # Fortran
 # ---------------------------------------------------------------------------
 
-F_KIND = {"int": "c_int", "unsigned": "c_int", "size_t": "c_size_t", "uintptr_t": "c_intptr_t",
+# ptrdiff_t (signed, pointer-sized: the sizes of PyTorch's allocator ABI) is
+# c_intptr_t, of the same width on every platform libdao supports; Fortran's
+# c_ptrdiff_t is newer (Fortran 2018) than the compilers the module targets.
+F_KIND = {"int": "c_int", "unsigned": "c_int", "size_t": "c_size_t", "ptrdiff_t": "c_intptr_t",
+          "uintptr_t": "c_intptr_t",
           "int64_t": "c_int64_t", "uint64_t": "c_int64_t"}
 F_IMPORT_ORDER = ["c_int", "c_int64_t", "c_intptr_t", "c_size_t", "c_double", "c_char", "c_ptr",
                   "c_funptr"]
@@ -844,7 +849,8 @@ class Fortran:
 # Rust
 # ---------------------------------------------------------------------------
 
-R_NUM = {"int": "c_int", "unsigned": "c_uint", "size_t": "usize", "uintptr_t": "usize",
+R_NUM = {"int": "c_int", "unsigned": "c_uint", "size_t": "usize", "ptrdiff_t": "isize",
+         "uintptr_t": "usize",
          "int64_t": "i64", "uint64_t": "u64", "double": "c_double", "char": "c_char",
          "void": "c_void"}
 R_KEYWORDS = {"type", "self", "fn", "ref", "mod", "move", "match", "loop", "impl", "use",
@@ -1057,7 +1063,8 @@ class Rust:
 # Julia
 # ---------------------------------------------------------------------------
 
-J_NUM = {"int": "Cint", "unsigned": "Cuint", "size_t": "Csize_t", "uintptr_t": "UInt",
+J_NUM = {"int": "Cint", "unsigned": "Cuint", "size_t": "Csize_t", "ptrdiff_t": "Cptrdiff_t",
+         "uintptr_t": "UInt",
          "int64_t": "Int64", "uint64_t": "UInt64", "double": "Cdouble", "char": "UInt8",
          "void": "Cvoid"}
 

@@ -14,13 +14,18 @@
 #      on cuda:0, and the same strategies on SIM with DAO_SIM_COSTS=h200;
 #   4. bench_traces --place cuda:0 and --place sim:0 (DAO_SIM_COSTS=h200) on
 #      TRACES_DIR (default: ../shared/traces beside the source tree), traces
-#      bert_base,resnet50,pangu_2.6B (--traces-only LIST to change).
+#      bert_base,resnet50,pangu_2.6B (--traces-only LIST to change);
+#   5. PyTorch training (scripts/gpu-torch.py, issue 17) with PyTorch's own
+#      allocator, with its expandable segments, and with libdao through
+#      dao.torch.use(): step time and peak reserved side by side (skipped
+#      with a line where python3 has no PyTorch with CUDA; --no-torch skips).
 # The final table puts the card and the SIM side by side. Exit status: 0 when
 # every step ran and passed, 1 otherwise, 2 for bad arguments.
 #
 #   --build        configure and build BUILD_DIR first (needs cmake and nvcc)
 #   --quick        small benchmark sizes (the fake-driver smoke test)
 #   --timeout S    limit of each step in seconds, default 240
+#   --no-torch     leave out step 5
 #
 # The driver is the machine's libcuda.so.1, or the library DAO_CUDA_LIBRARY
 # names (the ctest smoke test gives the fake driver of tests/fake_cuda).
@@ -37,14 +42,15 @@
 #   scripts/gpu-check.sh .gpu/build .gpu/traces
 set -u
 
-usage() { sed -n '2,37p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,42p' "$0" | sed 's/^# \{0,1\}//'; }
 
-build=0 quick=0 step_timeout=240 only="bert_base,resnet50,pangu_2.6B"
+build=0 quick=0 torch=1 step_timeout=240 only="bert_base,resnet50,pangu_2.6B"
 args=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --build) build=1 ;;
     --quick) quick=1 ;;
+    --no-torch) torch=0 ;;
     --timeout) step_timeout=${2:?--timeout needs seconds}; shift ;;
     --traces-only) only=${2:?--traces-only needs a list}; shift ;;
     -h | --help) usage; exit 0 ;;
@@ -219,6 +225,33 @@ for name in $names; do
   [ "$s_ratio" = FAILED ] && sim="FAILED (see the log)"
   row "bench_traces" "$name" "$card" "$sim"
 done
+
+# 5. PyTorch training: its allocator (default, expandable) against libdao's.
+# Each mode in its own process: the allocator is chosen before CUDA starts.
+if [ $torch = 1 ]; then
+  for mode in "native:" "native:expandable_segments:True" "dao:"; do
+    kind=${mode%%:*}
+    conf=${mode#*:}
+    PYTORCH_CUDA_ALLOC_CONF=$conf DAO_LIBRARY=$bdir/libdao.so.0 \
+      run "torch-$kind${conf:+-expandable}" python3 "$src/scripts/gpu-torch.py" "$kind"
+    rc=$?
+    if [ $rc = 3 ]; then
+      row "torch" "$kind${conf:+ expandable}: SKIPPED" "$(printf '%s' "$step_out" | tail -n 1 | cut -c1-80)" ""
+      continue
+    fi
+    [ $rc = 0 ] || failed=1
+    lines=$(printf '%s\n' "$step_out" | grep '^gpu-torch: .*step_ms=' || true)
+    if [ -z "$lines" ]; then
+      row "torch" "$kind${conf:+ expandable}: $(status_word $rc)" "$(printf '%s' "$step_out" | tail -n 1 | cut -c1-80)" ""
+    fi
+    while read -r l; do
+      [ -n "$l" ] || continue
+      model=$(printf '%s' "$l" | awk '{print $2}')
+      figs=$(printf '%s' "$l" | grep -o 'step_ms=[0-9.]*\|peak_reserved_gib=[0-9.]*' | tr '\n' ' ')
+      row "torch" "$model $kind${conf:+ expandable}" "$figs" ""
+    done <<<"$lines"
+  done
+fi
 
 # The table.
 {

@@ -42,6 +42,12 @@ if(DAO_CUDA_ENABLED)
   add_test(NAME test_cuda_backend_fake COMMAND test_cuda_backend fake)
   set_tests_properties(test_cuda_backend_fake PROPERTIES ENVIRONMENT "${_dao_fake_cuda_env}")
 
+  # The PyTorch / CuPy entry points on cuda:n, with real CUstream handles
+  # (the fake driver's, with cuStreamGetId) wrapped and cached.
+  add_test(NAME test_interop_cuda_fake COMMAND test_interop cuda)
+  set_tests_properties(test_interop_cuda_fake PROPERTIES LABELS "unit;cuda" TIMEOUT 300
+                       ENVIRONMENT "${_dao_fake_cuda_env}")
+
   # A SIM device with the h200 profile behaves as the card (the fake driver
   # has the H200's 2 MiB granularity) under the same allocator and config.
   add_executable(test_sim_vs_card ${CMAKE_CURRENT_LIST_DIR}/test_sim_vs_card.c)
@@ -95,9 +101,9 @@ if(DAO_CUDA_ENABLED)
   # labelled bench too: it times them.
   if(TARGET bench_alloc AND TARGET bench_traces)
     add_test(NAME gpu_check_fake
-             COMMAND ${PROJECT_SOURCE_DIR}/scripts/gpu-check.sh --quick --timeout 40
+             COMMAND ${PROJECT_SOURCE_DIR}/scripts/gpu-check.sh --quick --timeout 150
                      --traces-only A,B ${PROJECT_BINARY_DIR} ${PROJECT_SOURCE_DIR}/bench/traces)
-    set_tests_properties(gpu_check_fake PROPERTIES LABELS "cuda;bench" TIMEOUT 90 ENVIRONMENT
+    set_tests_properties(gpu_check_fake PROPERTIES LABELS "cuda;bench" TIMEOUT 600 ENVIRONMENT
       "${_dao_fake_cuda};FAKE_CUDA_DEVICES=1;FAKE_CUDA_CAPACITY=1073741824;OUT=${CMAKE_CURRENT_BINARY_DIR}/gpu-check")
   endif()
 

@@ -4,10 +4,11 @@
  *   dao info [--json]   what this machine offers: every place kind, its
  *                       devices and memory, and the allocator that dao_alloc()
  *                       would use there
+ *   dao convert ...     import other tools' memory histories (dao_convert.c)
+ *   dao view ...        a memory history or snapshot as one HTML page (dao_view.c)
+ *   dao replay ...      run a trace through any strategy and config (dao_replay.c)
+ *   dao plan ...        the smallest capacity a trace runs on (dao_plan.c)
  *   dao --help | --version | help [command]
- *
- *   dao replay TRACE ...  run a trace through a strategy (dao_replay.c)
- *   dao plan TRACE ...    smallest capacity a trace runs on (dao_plan.c)
  *
  * Written in C99 against the public API only, so it is also an example of it.
  * Exit status: 0 on success, 1 when a library call failed (the status and
@@ -15,6 +16,7 @@
  */
 #include <dao.h>
 
+#include "dao_history.h"
 #include "dao_tool.h"
 
 #include <ctype.h>
@@ -419,10 +421,17 @@ static void usage(FILE *out) {
           "                  devices, their total and free memory, the backend that\n"
           "                  serves it, and the allocator strategy and config that\n"
           "                  dao_alloc() uses there.\n"
-          "  replay TRACE    Run a recorded trace through any strategy and config and\n"
-          "                  report whether it fits, peaks, fragmentation and time.\n"
-          "  plan TRACE      The smallest device capacity a trace runs on, per\n"
-          "                  strategy and config.\n"
+          "  convert INPUT -o TRACE\n"
+          "                  Convert a lifetime CSV, a PyTorch memory snapshot\n"
+          "                  (pickle) or an ops JSONL trace into a libdao trace.\n"
+          "  view TRACE|SNAPSHOT.json [-o memory.html]\n"
+          "                  Write one self-contained HTML page: memory over time,\n"
+          "                  segments and blocks at any moment, the largest\n"
+          "                  allocations at the peak.\n"
+          "  replay TRACE    Run a trace through any strategy and config: whether it\n"
+          "                  fits, peaks, fragmentation, system calls and time.\n"
+          "  plan TRACE      The smallest device capacity a trace runs on, for the\n"
+          "                  default and each strategy and config listed.\n"
           "  help [command]  Show this help, or the help of a command.\n"
           "\n"
           "Options:\n"
@@ -439,7 +448,6 @@ static void usage(FILE *out) {
           "  DAO_ALLOC_CONF[_<KIND>]    default config, e.g. DAO_ALLOC_CONF_SIM=max_pool=1GiB\n"
           "  DAO_NO_CACHING=1           caching allocators give every free back at once\n"
           "  DAO_CUDA_LIBRARY           CUDA driver library to load (libcuda.so.1)\n"
-          "  DAO_TRACE[_OPTIONS]        record every allocator's history to a file\n"
           "  (KIND: CPU, CUDA, CUDA_PINNED, CUDA_MANAGED or SIM)\n"
           "\n"
           "Exit status: 0 on success, 1 when a library call failed, 2 for a bad\n"
@@ -513,6 +521,14 @@ int main(int argc, char **argv) {
       usage_info(stdout);
       return EXIT_SUCCESS;
     }
+    if (argc == 3 && strcmp(argv[2], "convert") == 0) {
+      dao_usage_convert(stdout);
+      return EXIT_SUCCESS;
+    }
+    if (argc == 3 && strcmp(argv[2], "view") == 0) {
+      dao_usage_view(stdout);
+      return EXIT_SUCCESS;
+    }
     if (argc == 3 && strcmp(argv[2], "replay") == 0) {
       dao_usage_replay(stdout);
       return EXIT_SUCCESS;
@@ -528,6 +544,8 @@ int main(int argc, char **argv) {
     return bad_usage("help: unknown command", argv[2], "dao --help");
   }
   if (strcmp(command, "info") == 0) return main_info(argc - 2, argv + 2);
+  if (strcmp(command, "convert") == 0) return dao_command_convert(argc - 2, argv + 2);
+  if (strcmp(command, "view") == 0) return dao_command_view(argc - 2, argv + 2);
   if (strcmp(command, "replay") == 0) return dao_main_replay(argc - 2, argv + 2);
   if (strcmp(command, "plan") == 0) return dao_main_plan(argc - 2, argv + 2);
   if (command[0] == '-') return bad_usage("unknown option", command, "dao --help");

@@ -19,6 +19,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "dao_history.h"
 #include "dao_tool.h"
 
 #define KIB ((uint64_t)1 << 10)
@@ -298,9 +299,9 @@ static int search(const dao_trace *t, row *rw, uint32_t allocator, uint64_t max_
   row_name(rw, name, sizeof name);
   /* an upper bound that fits */
   for (;;) {
-    dao_tool_format_bytes(hi * step, b1, sizeof b1);
-    dao_tool_progress("plan %u/%u, %s: probing %s (probe %u)", row_index, row_count, name, b1,
-                      rw->probes + 1);
+    dao_tool_format_bytes((double)(hi * step), b1, sizeof b1);
+    dao_history_progress("plan %u/%u, %s: probing %s (probe %u)", row_index, row_count, name, b1,
+                         rw->probes + 1);
     ++rw->probes;
     rc = probe(t, rw, allocator, hi * step, &peak);
     if (rc == PROBE_FITS) break;
@@ -317,9 +318,9 @@ static int search(const dao_trace *t, row *rw, uint32_t allocator, uint64_t max_
   while (hi - lo > 1) {
     uint64_t mid = lo + (hi - lo) / 2;
     uint64_t p = 0;
-    dao_tool_format_bytes(mid * step, b1, sizeof b1);
-    dao_tool_progress("plan %u/%u, %s: probing %s (probe %u)", row_index, row_count, name, b1,
-                      rw->probes + 1);
+    dao_tool_format_bytes((double)(mid * step), b1, sizeof b1);
+    dao_history_progress("plan %u/%u, %s: probing %s (probe %u)", row_index, row_count, name, b1,
+                         rw->probes + 1);
     ++rw->probes;
     rc = probe(t, rw, allocator, mid * step, &p);
     if (rc == PROBE_FITS) {
@@ -403,7 +404,7 @@ int dao_main_plan(int argc, char **argv) {
         continue;
       }
       if (count == MAX_ROWS)
-        return dao_tool_bad_usage("plan: too many rows (at most 32)", NULL, "dao plan --help");
+        return dao_tool_bad_usage("plan: too many rows (at most 32) at", arg, "dao plan --help");
       if (strcmp(arg, "--strategy") == 0) {
         rows[count].strategy = value;
         last_strategy = value;
@@ -422,10 +423,12 @@ int dao_main_plan(int argc, char **argv) {
       return dao_tool_bad_usage("plan: unexpected argument", arg, "dao plan --help");
     }
   }
-  if (path == NULL) return dao_tool_bad_usage("plan: no trace file given", NULL, "dao plan --help");
-  rc = dao_tool_load_trace(path, &t, json);
+  if (path == NULL)
+    return dao_tool_bad_usage("plan: no trace file given; usage", "dao plan TRACE",
+                              "dao plan --help");
+  rc = dao_history_load_trace(path, &t, json);
   if (rc != 0) return rc;
-  dao_tool_max_load(&t, allocator, &max_load, NULL);
+  dao_history_max_load(&t, allocator, &max_load, NULL);
   if (max_load == 0) {
     fprintf(stderr, "dao: plan: %s: no allocation to plan for%s\n", path,
             allocator != 0 ? " (of that allocator)" : "");
@@ -436,14 +439,14 @@ int dao_main_plan(int argc, char **argv) {
   for (i = 0; i < count; ++i) {
     int s = search(&t, &rows[i], allocator, max_load, i + 1, count);
     if (s != 0) {
-      dao_tool_progress_done();
+      dao_history_progress_done();
       fprintf(stderr, "dao: plan: %s: the replay failed (see above)\n",
               row_name(&rows[i], name, sizeof name));
       dao_trace_free(&t);
       return s == PROBE_BAD_INPUT ? DAO_TOOL_EXIT_USAGE : DAO_TOOL_EXIT_FAILURE;
     }
   }
-  dao_tool_progress_done();
+  dao_history_progress_done();
   if (json) {
     printf("{\"trace\":");
     dao_tool_json_string(stdout, path);
@@ -466,8 +469,8 @@ int dao_main_plan(int argc, char **argv) {
     }
     printf("],\"seconds\":%.3f}\n", dao_tool_now() - start);
   } else {
-    dao_tool_format_bytes(max_load, b1, sizeof b1);
-    dao_tool_format_bytes(bound, b2, sizeof b2);
+    dao_tool_format_bytes((double)(max_load), b1, sizeof b1);
+    dao_tool_format_bytes((double)(bound), b2, sizeof b2);
     printf("trace:     %s (%zu records)\n", path, t.count);
     printf("max load:  %s (the most bytes live at once)\n", b1);
     printf("best fit:  %s (%.3fx; an ideal best-fit heap)\n", b2, (double)bound / (double)max_load);
@@ -476,12 +479,12 @@ int dao_main_plan(int argc, char **argv) {
     for (i = 0; i < count; ++i) {
       row_name(&rows[i], name, sizeof name);
       if (rows[i].beyond) {
-        dao_tool_format_bytes(MAX_UPPER * max_load, b3, sizeof b3);
+        dao_tool_format_bytes((double)(MAX_UPPER * max_load), b3, sizeof b3);
         printf("%-48s %10s %s %8s %14s %7u\n", name, ">", b3, "", "", rows[i].probes);
         continue;
       }
-      dao_tool_format_bytes(rows[i].capacity, b1, sizeof b1);
-      dao_tool_format_bytes(rows[i].peak_reserved, b2, sizeof b2);
+      dao_tool_format_bytes((double)(rows[i].capacity), b1, sizeof b1);
+      dao_tool_format_bytes((double)(rows[i].peak_reserved), b2, sizeof b2);
       printf("%-48s %12s %7.3fx %14s %7u\n", name, b1, (double)rows[i].capacity / (double)max_load,
              b2, rows[i].probes);
     }
@@ -490,10 +493,10 @@ int dao_main_plan(int argc, char **argv) {
     for (i = 0; i < count; ++i) {
       row_name(&rows[i], name, sizeof name);
       if (rows[i].beyond) {
-        dao_tool_format_bytes(MAX_UPPER * max_load, b1, sizeof b1);
+        dao_tool_format_bytes((double)(MAX_UPPER * max_load), b1, sizeof b1);
         printf("%smore than %s with %s", i == 0 ? "" : i + 1 == count ? " and " : ", ", b1, name);
       } else {
-        dao_tool_format_bytes(rows[i].capacity, b1, sizeof b1);
+        dao_tool_format_bytes((double)(rows[i].capacity), b1, sizeof b1);
         printf("%sa %s card with %s", i == 0 ? "" : i + 1 == count ? " and " : ", ", b1, name);
       }
     }

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dao_history.h"
 #include "dao_tool.h"
 
 #define EXIT_DOES_NOT_FIT 3
@@ -74,7 +75,7 @@ int dao_replay_run(const dao_trace *t, const dao_replay_options *o, dao_replay_r
 
   memset(r, 0, sizeof *r);
   memset(&streams, 0, sizeof streams);
-  dao_tool_max_load(t, o->allocator, &r->max_load, NULL);
+  dao_history_max_load(t, o->allocator, &r->max_load, NULL);
   if (o->sim) {
     size_t caps[64];
     int n = o->place.device + 1, k;
@@ -146,10 +147,10 @@ int dao_replay_run(const dao_trace *t, const dao_replay_options *o, dao_replay_r
       if (st != NULL && dao_allocator_record_stream(a, ptrs[rec->match], st) == DAO_OK) ++r->uses;
     }
     if ((i & 0xFFFF) == 0)
-      dao_tool_progress("replaying: %.0f%%", 100.0 * (double)i / (double)t->count);
+      dao_history_progress("replaying: %.0f%%", 100.0 * (double)i / (double)t->count);
   }
   r->seconds = dao_tool_now() - start;
-  dao_tool_progress_done();
+  dao_history_progress_done();
   r->stats.struct_size = sizeof r->stats;
   dao_allocator_get_stats(a, &r->stats);
   if (o->sim) {
@@ -206,9 +207,9 @@ static void print_text(const char *path, const dao_trace *t, const dao_replay_op
   double frag = r->stats.peak_reserved_bytes != 0 ? 1.0 - (double)r->stats.peak_allocated_bytes /
                                                               (double)r->stats.peak_reserved_bytes
                                                   : 0.0;
-  dao_tool_format_bytes(r->max_load, b1, sizeof b1);
+  dao_tool_format_bytes((double)(r->max_load), b1, sizeof b1);
   printf("trace:          %s (%zu records, max load %s)\n", path, t->count, b1);
-  if (r->capacity != 0) dao_tool_format_bytes(r->capacity, b2, sizeof b2);
+  if (r->capacity != 0) dao_tool_format_bytes((double)(r->capacity), b2, sizeof b2);
   printf("replayed on:    %s, %s strategy%s%s%s\n", place_text, strategy,
          o->config != NULL ? " (" : "", o->config != NULL ? o->config : "",
          o->config != NULL ? ")" : "");
@@ -217,13 +218,13 @@ static void print_text(const char *path, const dao_trace *t, const dao_replay_op
     printf("fits:           yes (%llu allocations, %llu frees)\n", (unsigned long long)r->allocs,
            (unsigned long long)r->frees);
   } else {
-    dao_tool_format_bytes(r->failed_size, b3, sizeof b3);
+    dao_tool_format_bytes((double)(r->failed_size), b3, sizeof b3);
     printf("fits:           no: allocation of %s on line %u failed after %llu allocations\n"
            "                (%s)\n",
            b3, r->failed_line, (unsigned long long)r->allocs, r->message);
   }
-  dao_tool_format_bytes(r->stats.peak_allocated_bytes, b1, sizeof b1);
-  dao_tool_format_bytes(r->stats.peak_reserved_bytes, b2, sizeof b2);
+  dao_tool_format_bytes((double)(r->stats.peak_allocated_bytes), b1, sizeof b1);
+  dao_tool_format_bytes((double)(r->stats.peak_reserved_bytes), b2, sizeof b2);
   printf("peak allocated: %s\n", b1);
   printf("peak reserved:  %s (%.3fx the max load)\n", b2,
          r->max_load != 0 ? (double)r->stats.peak_reserved_bytes / (double)r->max_load : 0.0);
@@ -300,7 +301,7 @@ int dao_main_replay(int argc, char **argv) {
       else if (strcmp(arg, "--strategy") == 0) o.strategy = value;
       else if (strcmp(arg, "--config") == 0) o.config = value;
       else if (strcmp(arg, "--capacity") == 0) {
-        if (dao_tool_parse_size(value, &o.capacity) != 0 || o.capacity == 0)
+        if (dao_history_parse_size(value, &o.capacity) != 0 || o.capacity == 0)
           return dao_tool_bad_usage("replay: --capacity: not a size (e.g. 16GiB)", value,
                                     "dao replay --help");
       } else {
@@ -320,15 +321,16 @@ int dao_main_replay(int argc, char **argv) {
     }
   }
   if (path == NULL)
-    return dao_tool_bad_usage("replay: no trace file given", NULL, "dao replay --help");
-  if (dao_tool_parse_place(place_text, &o.place, &o.sim) != 0)
+    return dao_tool_bad_usage("replay: no trace file given; usage", "dao replay TRACE",
+                              "dao replay --help");
+  if (dao_history_parse_place(place_text, &o.place, &o.sim) != 0)
     return dao_tool_bad_usage("replay: --place: not a place (sim, sim:N, cpu, cuda:N)", place_text,
                               "dao replay --help");
   if (o.capacity != 0 && !o.sim)
     return dao_tool_bad_usage("replay: --capacity applies to SIM places only (elsewhere use "
                               "--config max_pool=SIZE); place",
                               place_text, "dao replay --help");
-  rc = dao_tool_load_trace(path, &t, json);
+  rc = dao_history_load_trace(path, &t, json);
   if (rc != 0) return rc;
   rc = dao_replay_run(&t, &o, &r);
   if (rc != 0 && r.setup_failed) {

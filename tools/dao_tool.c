@@ -1,19 +1,29 @@
-/*
- * dao_tool.c: helpers shared by the `dao` subcommands (see dao_tool.h).
- */
+/* Helpers shared by the subcommands of the `dao` tool: see dao_tool.h. */
 #define _POSIX_C_SOURCE 200809L
 #include "dao_tool.h"
 
-#include <ctype.h>
+#include <errno.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
+const char *dao_tool_program = "dao";
+
 int dao_tool_bad_usage(const char *what, const char *arg, const char *help) {
-  if (arg != NULL) fprintf(stderr, "dao: %s '%s' (see %s)\n", what, arg, help);
-  else fprintf(stderr, "dao: %s (see %s)\n", what, help);
+  fprintf(stderr, "%s: %s '%s'\nTry '%s' for more information.\n", dao_tool_program, what, arg,
+          help);
+  return DAO_TOOL_EXIT_USAGE;
+}
+
+int dao_tool_bad_input(const char *command, const char *file, const char *fmt, ...) {
+  va_list ap;
+  fprintf(stderr, "%s: %s: %s: ", dao_tool_program, command, file);
+  va_start(ap, fmt);
+  vfprintf(stderr, fmt, ap);
+  va_end(ap);
+  fputc('\n', stderr);
   return DAO_TOOL_EXIT_USAGE;
 }
 
@@ -21,181 +31,216 @@ int dao_tool_is_help(const char *arg) {
   return strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0;
 }
 
-int dao_tool_parse_size(const char *text, uint64_t *out) {
-  static const struct {
-    const char *suffix;
-    int shift;
-  } units[] = {{"", 0},     {"B", 0},   {"K", 10},   {"KB", 10}, {"KiB", 10},
-               {"M", 20},   {"MB", 20}, {"MiB", 20}, {"G", 30},  {"GB", 30},
-               {"GiB", 30}, {"T", 40},  {"TB", 40},  {"TiB", 40}};
-  char *end = NULL;
-  double v;
+void dao_tool_json_string_n(FILE *out, const char *s, size_t n) {
   size_t i;
-  if (text == NULL || !(isdigit((unsigned char)text[0]) || text[0] == '.')) return -1;
-  v = strtod(text, &end);
-  while (*end == ' ') ++end;
-  for (i = 0; i < sizeof units / sizeof units[0]; ++i) {
-    if (strcmp(end, units[i].suffix) == 0) {
-      double bytes = v * (double)((uint64_t)1 << units[i].shift);
-      if (!(bytes >= 0) || bytes > 1.8e19) return -1;
-      *out = (uint64_t)(bytes + 0.5);
-      return 0;
+  putc('"', out);
+  for (i = 0; i < n; ++i) {
+    unsigned char c = (unsigned char)s[i];
+    if (c == '"' || c == '\\') {
+      putc('\\', out);
+      putc(c, out);
+    } else if (c == '\n') {
+      fputs("\\n", out);
+    } else if (c == '\t') {
+      fputs("\\t", out);
+    } else if (c == '/' && i > 0 && s[i - 1] == '<') {
+      fputs("\\/", out);
+    } else if (c < 0x20 || c == 0x7f) {
+      fprintf(out, "\\u%04x", c);
+    } else {
+      putc(c, out);
     }
   }
-  return -1;
+  putc('"', out);
 }
 
-void dao_tool_format_bytes(uint64_t bytes, char *out, size_t out_size) {
-  static const char *const names[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
-  double v = (double)bytes;
-  int u = 0;
-  while (v >= 1024.0 && u < 5) {
-    v /= 1024.0;
-    ++u;
-  }
-  if (u == 0) snprintf(out, out_size, "%llu B", (unsigned long long)bytes);
-  else snprintf(out, out_size, "%.*f %s", v < 10 ? 2 : v < 100 ? 1 : 0, v, names[u]);
+void dao_tool_json_string(FILE *out, const char *s) {
+  dao_tool_json_string_n(out, s != NULL ? s : "", s != NULL ? strlen(s) : 0);
 }
 
-void dao_tool_json_string(FILE *f, const char *s) {
-  fputc('"', f);
-  for (; s != NULL && *s != '\0'; ++s) {
-    unsigned char c = (unsigned char)*s;
-    if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
-    else if (c == '\n') fputs("\\n", f);
-    else if (c < 0x20) fprintf(f, "\\u%04x", c);
-    else fputc(c, f);
+void dao_tool_format_bytes(double bytes, char *out, size_t out_size) {
+  static const char *const units[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  double value;
+  int unit = 0;
+  if (bytes < 1024.0) {
+    snprintf(out, out_size, "%.0f B", bytes);
+    return;
   }
-  fputc('"', f);
+  value = bytes / 1024.0;
+  while (value >= 1024.0 && unit < 5) {
+    value /= 1024.0;
+    ++unit;
+  }
+  snprintf(out, out_size, "%.1f %s", value, units[unit]);
 }
 
 double dao_tool_now(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static double progress_last = 0;
-static int progress_shown = 0;
+void dao_tool_progress_start(dao_tool_progress *p, const char *what) {
+  p->what = what;
+  p->start = dao_tool_now();
+  p->last = p->start;
+  p->shown = 0;
+}
 
-static int progress_wanted(void) {
-  static int wanted = -1;
-  if (wanted < 0) {
-    const char *env = getenv("DAO_PROGRESS");
-    wanted = env != NULL ? strcmp(env, "1") == 0 : isatty(STDERR_FILENO);
+void dao_tool_progress_update(dao_tool_progress *p, double done, double total, const char *unit) {
+  double now = dao_tool_now();
+  int tty;
+  if (now - p->start < 1.0 || now - p->last < 1.0) return;
+  p->last = now;
+  tty = isatty(fileno(stderr));
+  if (total > 0) {
+    fprintf(stderr, "%s: %s: %.0f %s (%.0f%%)%s", dao_tool_program, p->what, done, unit,
+            100.0 * done / total, tty ? "\r" : "\n");
+  } else {
+    fprintf(stderr, "%s: %s: %.0f %s%s", dao_tool_program, p->what, done, unit, tty ? "\r" : "\n");
   }
-  return wanted;
-}
-
-void dao_tool_progress(const char *fmt, ...) {
-  va_list ap;
-  double now;
-  if (!progress_wanted()) return;
-  now = dao_tool_now();
-  if (progress_shown && now - progress_last < 0.5) return;
-  progress_last = now;
-  progress_shown = 1;
-  fputs("\rdao: ", stderr);
-  va_start(ap, fmt);
-  vfprintf(stderr, fmt, ap);
-  va_end(ap);
-  fputs("\033[K", stderr);
   fflush(stderr);
+  p->shown = 1;
 }
 
-void dao_tool_progress_done(void) {
-  if (progress_shown) {
-    fputs("\r\033[K", stderr);
-    fflush(stderr);
+void dao_tool_progress_end(dao_tool_progress *p) {
+  if (p->shown && isatty(fileno(stderr))) fputc('\n', stderr);
+  p->shown = 0;
+}
+
+void *dao_tool_xmalloc(size_t n) {
+  void *p = malloc(n != 0 ? n : 1);
+  if (p == NULL) {
+    fprintf(stderr, "%s: out of host memory (%lu bytes)\n", dao_tool_program, (unsigned long)n);
+    exit(EXIT_FAILURE);
   }
-  progress_shown = 0;
+  return p;
 }
 
-static void load_progress(size_t done, size_t total, void *user) {
-  (void)user;
-  dao_tool_progress("reading the trace: %.0f%%",
-                    total != 0 ? 100.0 * (double)done / (double)total : 100.0);
-}
-
-int dao_tool_load_trace(const char *path, dao_trace *t, int quiet) {
-  char err[1024];
-  if (dao_trace_read(path, t, err, sizeof err, load_progress, NULL) != 0) {
-    dao_tool_progress_done();
-    fprintf(stderr, "dao: %s\n", err);
-    return DAO_TOOL_EXIT_USAGE;
+void *dao_tool_xrealloc(void *p, size_t n) {
+  void *q = realloc(p, n != 0 ? n : 1);
+  if (q == NULL) {
+    fprintf(stderr, "%s: out of host memory (%lu bytes)\n", dao_tool_program, (unsigned long)n);
+    exit(EXIT_FAILURE);
   }
-  dao_tool_progress_done();
-  if (quiet) return 0;
-  if (t->incomplete_last_line)
-    fprintf(stderr, "dao: %s: the last line is incomplete (a killed recorder?): ignored\n", path);
-  if (t->unknown_kinds != 0)
-    fprintf(stderr, "dao: %s: %zu record(s) of unknown kinds skipped (first on line %zu)\n", path,
-            t->unknown_kinds, t->first_unknown_line);
-  if (t->unmatched != 0)
-    fprintf(stderr,
-            "dao: %s: %zu free/use record(s) of pointers not live skipped (first on line %zu)\n",
-            path, t->unmatched, t->first_unmatched_line);
-  if (t->lost != 0)
-    fprintf(stderr, "dao: %s: the recorder lost %llu record(s) (ring full)\n", path,
-            (unsigned long long)t->lost);
+  return q;
+}
+
+int dao_tool_read_file(const char *path, char **data, size_t *len, char *error, size_t error_size) {
+  FILE *f = fopen(path, "rb");
+  char *buf = NULL;
+  size_t size = 0, cap = 0, n;
+  if (f == NULL) {
+    snprintf(error, error_size, "cannot open: %s", strerror(errno));
+    return -1;
+  }
+  for (;;) {
+    if (cap - size < 65536) {
+      cap = cap ? cap * 2 : 1 << 20;
+      buf = (char *)dao_tool_xrealloc(buf, cap + 1);
+    }
+    n = fread(buf + size, 1, cap - size, f);
+    size += n;
+    if (n == 0) break;
+  }
+  if (ferror(f)) {
+    snprintf(error, error_size, "cannot read: %s", strerror(errno));
+    fclose(f);
+    free(buf);
+    return -1;
+  }
+  fclose(f);
+  buf[size] = '\0';
+  *data = buf;
+  *len = size;
   return 0;
 }
 
-void dao_tool_max_load(const dao_trace *t, uint32_t allocator, uint64_t *by_req,
-                       uint64_t *by_size) {
-  uint64_t live_req = 0, live_size = 0, max_req = 0, max_size = 0;
-  size_t i;
-  for (i = 0; i < t->count; ++i) {
-    const dao_tr_record *r = &t->records[i];
-    if (allocator != 0 && r->alloc != allocator) continue;
-    if (r->kind == DAO_TR_ALLOC) {
-      live_req += r->req;
-      live_size += r->size;
-      if (live_req > max_req) max_req = live_req;
-      if (live_size > max_size) max_size = live_size;
-    } else if (r->kind == DAO_TR_FREE) {
-      const dao_tr_record *a = &t->records[r->match];
-      live_req -= a->req;
-      live_size -= a->size;
-    }
-  }
-  if (by_req != NULL) *by_req = max_req;
-  if (by_size != NULL) *by_size = max_size;
+static size_t map_slot(unsigned long long key, size_t cap) {
+  key ^= key >> 33;
+  key *= 0xff51afd7ed558ccdULL;
+  key ^= key >> 33;
+  return (size_t)(key & (cap - 1));
 }
 
-int dao_tool_parse_place(const char *text, dao_place *place, int *sim) {
-  char *end = NULL;
-  long n = 0;
-  *sim = 0;
-  if (strcmp(text, "cpu") == 0) {
-    *place = dao_place_cpu();
-    return 0;
-  }
-  if (strcmp(text, "pinned") == 0) {
-    *place = dao_place_cuda_pinned();
-    return 0;
-  }
-  if (strncmp(text, "sim", 3) == 0 || strncmp(text, "cuda", 4) == 0 ||
-      strncmp(text, "managed", 7) == 0) {
-    const char *colon = strchr(text, ':');
-    size_t name = colon != NULL ? (size_t)(colon - text) : strlen(text);
-    if (colon != NULL) {
-      n = strtol(colon + 1, &end, 10);
-      if (end == colon + 1 || *end != '\0' || n < 0 || n > 1023) return -1;
-    }
-    if (name == 3 && strncmp(text, "sim", 3) == 0) {
-      *place = dao_place_sim((int)n);
-      *sim = 1;
-      return 0;
-    }
-    if (name == 4 && strncmp(text, "cuda", 4) == 0) {
-      *place = dao_place_cuda((int)n);
-      return 0;
-    }
-    if (name == 7 && strncmp(text, "managed", 7) == 0) {
-      *place = dao_place_cuda_managed((int)n);
-      return 0;
+void dao_tool_map_init(dao_tool_map *m) { memset(m, 0, sizeof *m); }
+
+void dao_tool_map_free(dao_tool_map *m) {
+  free(m->keys);
+  free(m->vals);
+  free(m->used);
+  memset(m, 0, sizeof *m);
+}
+
+int dao_tool_map_get(const dao_tool_map *m, unsigned long long key, unsigned long long *val) {
+  size_t i;
+  if (m->cap == 0) return 0;
+  for (i = map_slot(key, m->cap); m->used[i]; i = (i + 1) & (m->cap - 1)) {
+    if (m->keys[i] == key) {
+      if (val != NULL) *val = m->vals[i];
+      return 1;
     }
   }
-  return -1;
+  return 0;
+}
+
+void dao_tool_map_put(dao_tool_map *m, unsigned long long key, unsigned long long val) {
+  size_t i;
+  if ((m->n + 1) * 2 > m->cap) {
+    dao_tool_map old = *m;
+    size_t cap = m->cap ? m->cap * 2 : 64;
+    m->keys = (unsigned long long *)dao_tool_xmalloc(cap * sizeof(unsigned long long));
+    m->vals = (unsigned long long *)dao_tool_xmalloc(cap * sizeof(unsigned long long));
+    m->used = (unsigned char *)dao_tool_xmalloc(cap);
+    memset(m->used, 0, cap);
+    m->cap = cap;
+    m->n = 0;
+    for (i = 0; i < old.cap; ++i)
+      if (old.used[i]) dao_tool_map_put(m, old.keys[i], old.vals[i]);
+    dao_tool_map_free(&old);
+  }
+  for (i = map_slot(key, m->cap); m->used[i]; i = (i + 1) & (m->cap - 1)) {
+    if (m->keys[i] == key) {
+      m->vals[i] = val;
+      return;
+    }
+  }
+  m->used[i] = 1;
+  m->keys[i] = key;
+  m->vals[i] = val;
+  ++m->n;
+}
+
+int dao_tool_map_remove(dao_tool_map *m, unsigned long long key) {
+  size_t i, j, k;
+  if (m->cap == 0) return 0;
+  for (i = map_slot(key, m->cap); m->used[i]; i = (i + 1) & (m->cap - 1)) {
+    if (m->keys[i] == key) break;
+  }
+  if (!m->used[i]) return 0;
+  /* backward-shift deletion keeps every probe chain unbroken */
+  m->used[i] = 0;
+  --m->n;
+  for (j = (i + 1) & (m->cap - 1); m->used[j]; j = (j + 1) & (m->cap - 1)) {
+    k = map_slot(m->keys[j], m->cap);
+    if ((j > i && (k <= i || k > j)) || (j < i && (k <= i && k > j))) {
+      m->keys[i] = m->keys[j];
+      m->vals[i] = m->vals[j];
+      m->used[i] = 1;
+      m->used[j] = 0;
+      i = j;
+    }
+  }
+  return 1;
+}
+
+unsigned long long dao_tool_hash(const void *data, size_t n) {
+  const unsigned char *p = (const unsigned char *)data;
+  unsigned long long h = 1469598103934665603ULL;
+  size_t i;
+  for (i = 0; i < n; ++i) {
+    h ^= p[i];
+    h *= 1099511628211ULL;
+  }
+  return h;
 }

@@ -1,94 +1,99 @@
 /*
- * dao_tool.h: what the `dao` subcommands share (dao_tool.c): option and
- * size parsing, byte formatting, JSON strings, a progress line on stderr,
- * and the replay of a trace (dao_replay.c), which `dao plan` runs in
- * child processes. C99 over the public API only.
+ * Helpers shared by the subcommands of the `dao` tool (tools/dao_*.c): the
+ * program name, command-line errors, JSON strings, byte counts and the
+ * progress line on stderr. C99, no libdao internals.
  */
-#ifndef DAO_TOOLS_DAO_TOOL_H
-#define DAO_TOOLS_DAO_TOOL_H
-
-#include <dao.h>
+#ifndef DAO_TOOL_H
+#define DAO_TOOL_H
 
 #include <stddef.h>
-#include <stdint.h>
 #include <stdio.h>
 
-#include "trace_reader.h"
+#ifdef __cplusplus
+extern "C" {
+#endif
 
-#define DAO_TOOL_EXIT_FAILURE 1 /* a library call failed */
-#define DAO_TOOL_EXIT_USAGE 2   /* bad command line or bad input file */
+/** Exit status for a bad command line or bad input (a missing, truncated or
+    foreign file). */
+#define DAO_TOOL_EXIT_USAGE 2
 
-/* Prints "dao: WHAT 'ARG' (see HELP)" on stderr and returns 2. ARG may be NULL. */
+/** "dao" */
+extern const char *dao_tool_program;
+
+/** Prints "dao: <what> '<arg>'" and "Try '<help>' ..." on stderr; returns 2. */
 int dao_tool_bad_usage(const char *what, const char *arg, const char *help);
 
-/* "-h" or "--help". */
+/** Prints "dao: <command>: <file>: <printf message>" on stderr; returns 2. */
+int dao_tool_bad_input(const char *command, const char *file, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+/** 1 for "-h" and "--help". */
 int dao_tool_is_help(const char *arg);
 
-/* Parses "16GiB", "1.5 GiB", "4096", "2G" (powers of 1024). 0 on success. */
-int dao_tool_parse_size(const char *text, uint64_t *out);
+/** Writes `s` as a JSON string (quotes included), escaping what JSON needs
+    and "</" (so that it can sit inside an HTML script element). */
+void dao_tool_json_string(FILE *out, const char *s);
+/** The same for `n` bytes that need not end with a NUL. */
+void dao_tool_json_string_n(FILE *out, const char *s, size_t n);
 
-/* "1.5 GiB" into out. */
-void dao_tool_format_bytes(uint64_t bytes, char *out, size_t out_size);
+/** "512 B", "1.5 MiB", "125.7 GiB". */
+void dao_tool_format_bytes(double bytes, char *out, size_t out_size);
 
-/* A JSON string (quoted, escaped) on `f`. */
-void dao_tool_json_string(FILE *f, const char *s);
-
-/* Seconds of CLOCK_MONOTONIC. */
+/** Seconds of a monotonic clock. */
 double dao_tool_now(void);
 
-/* A progress line on stderr, "\r"-rewritten, at most every 0.5 s, only
-   when stderr is a terminal or DAO_PROGRESS=1; done() ends the line. */
-void dao_tool_progress(const char *fmt, ...);
-void dao_tool_progress_done(void);
+/** Progress on stderr for long work: at most once a second, and only after
+    the work has run for a second; "\r"-updated on a terminal, one line per
+    report otherwise. `done` of `total` units (total 0: unknown). */
+typedef struct dao_tool_progress {
+  const char *what; /* "convert: reading input.csv" */
+  double start;
+  double last;
+  int shown;
+} dao_tool_progress;
 
-/* Reads a trace, with a progress line; prints the reader's notices
-   (incomplete last line, unknown kinds, unmatched frees) on stderr unless
-   quiet. 0, or 2 after printing the error. */
-int dao_tool_load_trace(const char *path, dao_trace *t, int quiet);
+void dao_tool_progress_start(dao_tool_progress *p, const char *what);
+void dao_tool_progress_update(dao_tool_progress *p, double done, double total, const char *unit);
+/** Ends the progress line if one was shown. */
+void dao_tool_progress_end(dao_tool_progress *p);
 
-/* The largest sum of `req` of live allocations over the trace, and of
-   `size` (block sizes as recorded). `allocator`: 0 for all. */
-void dao_tool_max_load(const dao_trace *t, uint32_t allocator, uint64_t *by_req, uint64_t *by_size);
+/** malloc/realloc that exit with status 1 and a message when out of memory. */
+void *dao_tool_xmalloc(size_t n);
+void *dao_tool_xrealloc(void *p, size_t n);
 
-/* ---- replay (dao_replay.c) ---- */
+/** Reads a whole file into *data (NUL-terminated, freed by the caller).
+    Returns 0, or -1 with a message (strerror) in `error`. */
+int dao_tool_read_file(const char *path, char **data, size_t *len, char *error, size_t error_size);
 
-typedef struct dao_replay_options {
-  dao_place place;      /* where to replay */
-  int sim;              /* place is a SIM device: capacity applies */
-  uint64_t capacity;    /* SIM capacity in bytes; 0: chosen from the trace */
-  const char *strategy; /* NULL: the place's default */
-  const char *config;   /* NULL: defaults */
-  uint32_t allocator;   /* trace allocator id to replay; 0: all */
-} dao_replay_options;
+/** A map from 64-bit keys to 64-bit values (open addressing). */
+typedef struct dao_tool_map {
+  unsigned long long *keys, *vals;
+  unsigned char *used;
+  size_t cap, n;
+} dao_tool_map;
 
-typedef struct dao_replay_result {
-  int fits;             /* every allocation succeeded */
-  int setup_failed;     /* the allocator could not be made (status in `status`) */
-  dao_status status;    /* of the failing call */
-  char message[1024];   /* its dao_last_error() */
-  uint32_t failed_line; /* line of the alloc that failed */
-  uint64_t failed_size;
-  uint64_t capacity; /* the SIM capacity used (0 elsewhere) */
-  uint64_t allocs, frees, uses;
-  uint64_t max_load;         /* of the trace, by req */
-  dao_allocator_stats stats; /* at the end (before freeing what is live) */
-  double seconds;            /* wall time of the replay loop */
-  uint64_t sim_ns;           /* simulated driver time (SIM) */
-  uint64_t sim_calls;        /* simulated driver calls (SIM) */
-} dao_replay_result;
+void dao_tool_map_init(dao_tool_map *m);
+void dao_tool_map_free(dao_tool_map *m);
+/** 1 and *val when `key` is there. */
+int dao_tool_map_get(const dao_tool_map *m, unsigned long long key, unsigned long long *val);
+void dao_tool_map_put(dao_tool_map *m, unsigned long long key, unsigned long long val);
+/** 1 when `key` was there (and is removed). */
+int dao_tool_map_remove(dao_tool_map *m, unsigned long long key);
 
-/* Replays `t` in this process. Configures the SIM devices first when
-   o->sim, so it must run before any other use of a SIM place. Returns 0
-   when it ran (fits or not: see r->fits), 1 when a call failed otherwise
-   (r->setup_failed / r->message). */
-int dao_replay_run(const dao_trace *t, const dao_replay_options *o, dao_replay_result *r);
+/** FNV-1a of `n` bytes. */
+unsigned long long dao_tool_hash(const void *data, size_t n);
 
-/* Parses "sim", "sim:N", "cpu", "cuda:N", "pinned", "managed:N". 0 on success. */
-int dao_tool_parse_place(const char *text, dao_place *place, int *sim);
+/* The subcommands: each in its own file (tools/dao_<command>.c). */
+int dao_command_convert(int argc, char **argv);
+void dao_usage_convert(FILE *out);
+int dao_command_view(int argc, char **argv);
+void dao_usage_view(FILE *out);
 
-int dao_main_replay(int argc, char **argv);
-int dao_main_plan(int argc, char **argv);
-void dao_usage_replay(FILE *out);
-void dao_usage_plan(FILE *out);
+#ifdef __cplusplus
+}
+#endif
 
 #endif

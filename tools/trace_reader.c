@@ -674,6 +674,11 @@ int dao_trace_read(const char *path, dao_trace *t, char *err, size_t err_size,
         size_t slot;
         r->ptr = num_or(&f, K_PTR, 0);
         slot = live_find(&live, r->ptr, r->alloc);
+        if (slot == (size_t)-1 && kind == DAO_TR_FREE_DONE) {
+          /* The free it completes came first and took the block out of the
+             live set: informational, kept without a match. */
+          break;
+        }
         if (slot == (size_t)-1) {
           if (t->unmatched++ == 0) t->first_unmatched_line = line_no;
           continue; /* skipped */

@@ -282,6 +282,7 @@ def parse_c(headers, exported):
 
 C_BASE = {
     "int": "Cint", "unsigned": "Cuint", "unsigned int": "Cuint", "size_t": "Csize_t",
+    "ptrdiff_t": "Cptrdiff_t",
     "double": "Cdouble", "uint64_t": "UInt64", "int64_t": "Int64", "uintptr_t": "Csize_t",
     "char": "UInt8", "void": "Cvoid", "dao_status": "Cint",
 }
@@ -468,10 +469,10 @@ def check_wrappers_used(exported, sources):
 
 JULIA_PRIM = {
     "Cint": "int", "Int32": "int", "Cuint": "unsigned", "UInt32": "unsigned",
-    "Csize_t": "size_t", "UInt": "uintptr_t", "UInt64": "uint64_t", "Int64": "int64_t",
+    "Csize_t": "size_t", "Cptrdiff_t": "ptrdiff_t", "UInt": "uintptr_t", "UInt64": "uint64_t", "Int64": "int64_t",
     "Cdouble": "double", "Float64": "double",
 }
-PRIMS = ["int", "unsigned", "size_t", "uintptr_t", "uint64_t", "int64_t", "double", "void*"]
+PRIMS = ["int", "unsigned", "size_t", "ptrdiff_t", "uintptr_t", "uint64_t", "int64_t", "double", "void*"]
 
 
 def parse_julia_structs(sources):

@@ -126,6 +126,29 @@ class cuda_resource final : public system_resource {
   std::unique_ptr<event_impl> create_event() override {
     return make_cuda_event(driver_, driver_.primary_context(device_), name());
   }
+  std::uint64_t native_stream_identity(void* native) override {
+    if (driver_.api().stream_get_id == nullptr) return 0;
+    cuda_context_scope scope(driver_, driver_.primary_context(device_));
+    unsigned long long id = 0;
+    CUresult r = scope.status();
+    if (r == CUDA_SUCCESS) r = driver_.api().stream_get_id(static_cast<CUstream>(native), &id);
+    if (r != CUDA_SUCCESS) {
+      throw invalid_argument(
+          strprintf("%s: stream %p is not a live CUDA stream (cuStreamGetId: %s)", name().c_str(),
+                    native, driver_.error_text(r).c_str()));
+    }
+    return static_cast<std::uint64_t>(id) + 1;  // never 0, which means "cannot tell"
+  }
+  void synchronize_device() override {
+    if (driver_.api().ctx_synchronize == nullptr) return;  // checked: every driver has it
+    cuda_context_scope scope(driver_, driver_.primary_context(device_));
+    CUresult r = scope.status();
+    if (r == CUDA_SUCCESS) r = driver_.api().ctx_synchronize();
+    if (r != CUDA_SUCCESS) {
+      throw backend_error(strprintf("%s: cuCtxSynchronize failed: %s", name().c_str(),
+                                    driver_.error_text(r).c_str()));
+    }
+  }
 
   // --- virtual memory, device memory only (the driver's virtual memory
   // management API). Each map() call is one physical allocation with one

@@ -139,6 +139,7 @@ void cuda_driver::load_or_throw() {
   optional(api_.mem_unmap, "cuMemUnmap");
   optional(api_.mem_set_access, "cuMemSetAccess");
   optional(api_.ctx_synchronize, "cuCtxSynchronize");
+  optional(api_.stream_get_id, "cuStreamGetId");
   if (missing != nullptr) {
     api_ = cuda_driver_api{};
     reason_ = strprintf("%s lacks %s: the driver is too old or not a CUDA driver (dlsym: %s)",

@@ -75,6 +75,10 @@ struct cuda_driver_api {
   // Unlike cuMemFree, cuMemUnmap does not wait for work still using the
   // memory: unmapping synchronizes the context first.
   CUresult (*ctx_synchronize)() = nullptr;
+  // Optional (CUDA 12.0 and later): a stream's number, unique in its
+  // context for the life of the process, so that a stream handle whose value
+  // a new stream reuses is told apart (resource/cuda.cpp, the interop cache).
+  CUresult (*stream_get_id)(CUstream stream, unsigned long long* id) = nullptr;
 
   // Every virtual memory entry point above was found.
   bool has_virtual_memory() const noexcept {

@@ -52,6 +52,13 @@ std::unique_ptr<stream_impl> system_resource::wrap_stream(void*) {
                 place_to_string(place()).c_str()));
 }
 
+std::uint64_t system_resource::native_stream_identity(void*) {
+  throw unsupported(strprintf("%s has no native streams (only CUDA places have them)",
+                              place_to_string(place()).c_str()));
+}
+
+void system_resource::synchronize_device() {}
+
 std::unique_ptr<event_impl> system_resource::create_event() {
   return std::make_unique<sync_event>();
 }

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -31,6 +32,18 @@ class system_resource : public memory_source {
   // Adopts a native stream (CUstream); throws unsupported where there is none.
   virtual std::unique_ptr<stream_impl> wrap_stream(void* native);
   virtual std::unique_ptr<event_impl> create_event();
+  // A number that names the native stream `native` (not NULL) as long as it
+  // lives, different from that of any stream destroyed before, even one whose
+  // handle value it reuses (CUDA: cuStreamGetId). 0 where the backend cannot
+  // tell (a driver older than CUDA 12.0). Throws invalid_argument when the
+  // driver refuses the handle (a destroyed stream), unsupported where the
+  // place has no native streams.
+  virtual std::uint64_t native_stream_identity(void* native);
+  // Waits until all work queued on every stream of this place's device has
+  // run, also streams that libdao has no handle of (CUDA: cuCtxSynchronize
+  // of the primary context). The default waits for nothing: the place runs
+  // work at once.
+  virtual void synchronize_device();
 };
 
 // All places of one kind: counts devices and hands out their resources.

@@ -715,6 +715,7 @@ struct CUstream_st {
   struct fake_item *head, *tail;
   int stopping;
   pthread_t worker;
+  unsigned long long id;    /* cuStreamGetId: never reused, as the driver's */
   struct CUstream_st *next; /* in fake_streams */
 };
 
@@ -723,6 +724,8 @@ static pthread_cond_t fake_stream_changed = PTHREAD_COND_INITIALIZER;
 static long fake_live_streams;
 static long fake_live_events;
 static struct CUstream_st *fake_streams; /* every live stream */
+static unsigned long long fake_last_stream_id;
+static struct CUstream_st *fake_spare_streams; /* destroyed, for reuse */
 
 /* Drops one reference; the caller holds fake_stream_lock. */
 static void event_release_locked(struct CUevent_st *e) {
@@ -732,6 +735,11 @@ static void event_release_locked(struct CUevent_st *e) {
   }
 }
 
+/* A destroyed stream's memory is kept for the next stream (fake_spare_streams),
+   never given back: so a handle of a destroyed stream can be refused by its
+   magic without reading freed memory (libdao's interop cache may still hold
+   the handle of a stream its owner destroyed, as the real driver allows), and
+   a new stream takes a destroyed one's address, as it may with the driver. */
 static int valid_stream(CUstream s) { return s != NULL && s->magic == FAKE_STREAM_MAGIC; }
 static int valid_event(CUevent e) { return e != NULL && e->magic == FAKE_EVENT_MAGIC; }
 
@@ -769,7 +777,13 @@ static void *stream_main(void *arg) {
 
 /* Creates a stream on `device`; no context needed. */
 static CUresult stream_create(CUstream *out, int device) {
-  CUstream s = (CUstream)calloc(1, sizeof *s);
+  CUstream s;
+  pthread_mutex_lock(&fake_stream_lock);
+  s = fake_spare_streams;
+  if (s != NULL) fake_spare_streams = s->next;
+  pthread_mutex_unlock(&fake_stream_lock);
+  if (s != NULL) memset(s, 0, sizeof *s);
+  else s = (CUstream)calloc(1, sizeof *s);
   if (s == NULL) return CUDA_ERROR_OUT_OF_MEMORY;
   s->magic = FAKE_STREAM_MAGIC;
   s->device = device;
@@ -779,6 +793,7 @@ static CUresult stream_create(CUstream *out, int device) {
   }
   pthread_mutex_lock(&fake_stream_lock);
   ++fake_live_streams;
+  s->id = ++fake_last_stream_id;
   s->next = fake_streams;
   fake_streams = s;
   pthread_mutex_unlock(&fake_stream_lock);
@@ -803,8 +818,9 @@ static CUresult stream_destroy(CUstream s) {
     while (*link != s) link = &(*link)->next;
     *link = s->next;
   }
+  s->next = fake_spare_streams; /* magic stays 0: refused until reused */
+  fake_spare_streams = s;
   pthread_mutex_unlock(&fake_stream_lock);
-  free(s);
   return CUDA_SUCCESS;
 }
 
@@ -880,6 +896,20 @@ CUresult cuStreamCreate(CUstream *stream, unsigned int flags) {
 CUresult cuStreamDestroy_v2(CUstream stream) {
   if (current_device() < 0) return CUDA_ERROR_INVALID_CONTEXT;
   return stream_destroy(stream);
+}
+
+/* The legacy default stream is number 0; a destroyed stream's handle is
+   refused (unless a new stream has its address: then the number is the new
+   stream's, as with the real driver). */
+CUresult cuStreamGetId(CUstream stream, unsigned long long *id) {
+  if (id == NULL) return CUDA_ERROR_INVALID_VALUE;
+  if (stream == NULL) {
+    *id = 0;
+    return CUDA_SUCCESS;
+  }
+  if (!valid_stream(stream)) return CUDA_ERROR_INVALID_HANDLE;
+  *id = stream->id;
+  return CUDA_SUCCESS;
 }
 
 CUresult cuStreamSynchronize(CUstream stream) {

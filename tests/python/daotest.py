@@ -1,11 +1,10 @@
 """Shared by the unittest suites of package dao (tests/python/test_*.py).
 
 ctest runs them with PYTHONPATH=bindings/python, DAO_LIBRARY=<build>/libdao.so.0,
-DAO_SIM_DEVICES=2x256MiB and DAO_TEST_INTEROP_STUB=<build>/tests/python/
-libdao_interop_stub.so; by hand:
+DAO_SIM_DEVICES=2x256MiB and DAO_INTEROP_PLACE=sim; by hand:
 
-    DAO_LIBRARY=build/libdao.so.0 DAO_SIM_DEVICES=2x256MiB PYTHONPATH=bindings/python \
-      python3 -m unittest discover -s tests/python -v
+    DAO_LIBRARY=build/libdao.so.0 DAO_SIM_DEVICES=2x256MiB DAO_INTEROP_PLACE=sim \
+      PYTHONPATH=bindings/python python3 -m unittest discover -s tests/python -v
 """
 
 import ctypes
@@ -31,18 +30,13 @@ def library_has_entry_points():
 
 
 def use_entry_points_for_tests():
-    """Where the libdao under test lacks the entry points of interop.h, serve
-    them from the test stub (tests/python/interop_stub.c, the same ABI over
-    SIM devices); returns the path of the library that serves them."""
-    if library_has_entry_points():
-        return dao.library().path
-    stub = os.environ.get("DAO_TEST_INTEROP_STUB")
-    if not stub or not os.path.exists(stub):
-        raise RuntimeError("the libdao under test lacks the interop entry points and "
-                           "DAO_TEST_INTEROP_STUB does not name the test stub library")
-    cdll = ctypes.CDLL(stub)
-    dao._interop._entry_library = lambda: (stub, cdll)
-    return stub
+    """The path of the library that serves the entry points of interop.h:
+    the libdao under test (ctest sets DAO_INTEROP_PLACE=sim, so they serve
+    the SIM devices)."""
+    if not library_has_entry_points():
+        raise RuntimeError("the libdao under test (%s) lacks the interop entry points %s"
+                           % (dao.library().path, ", ".join(ENTRY_POINTS)))
+    return dao.library().path
 
 
 def run_python(code, env=None, fakes=()):

@@ -2,9 +2,8 @@
 
 Debian's python3-torch (CPU-only 1.13) has no pluggable allocators, so
 tests/python/fake_torch stands in for PyTorch 2.x's torch.cuda.memory and
-records every call. The entry points come from libdao when it exports them,
-else from the test stub (interop_stub.c, same ABI, over SIM devices), and
-DAO_INTEROP_PLACE=sim makes the statistics read SIM devices. Asserted:
+records every call. The entry points come from libdao, and
+DAO_INTEROP_PLACE=sim makes them (and the statistics) serve SIM devices. Asserted:
 - use() calls CUDAPluggableAllocator(<absolute path of the library>,
   "dao_pluggable_malloc", "dao_pluggable_free") and then
   change_current_allocator(that allocator), in that order, once; a second

@@ -2634,5 +2634,130 @@ ROW(set_oom_callback_fake, "dao_allocator_set_oom_callback", "garbage handle (al
   BAD(dao_allocator_set_oom_callback(misaligned(f), NULL, NULL));
 })
 
+/* ========================================================================= */
+/* interop.h (DAO_INTEROP_PLACE=sim: device n is sim:n)                       */
+
+ROW(pluggable_malloc_size, "dao_pluggable_malloc", "negative size (-1, PTRDIFF_MIN)",
+    DAO_ERR_INVALID_ARGUMENT, "negative", {
+  uint64_t n = interop_failures();
+  void *p = SENTINEL;
+  BAD((p = dao_pluggable_malloc(-1, 0, NULL), interop_status(n, DAO_ERR_INVALID_ARGUMENT)));
+  expect_null(p, "the result");
+  n = interop_failures();
+  BAD((p = dao_pluggable_malloc(PTRDIFF_MIN, 0, NULL),
+       interop_status(n, DAO_ERR_INVALID_ARGUMENT)));
+  expect_null(p, "the result");
+})
+
+ROW(pluggable_malloc_device, "dao_pluggable_malloc", "negative device (-1, INT_MIN)",
+    DAO_ERR_INVALID_ARGUMENT, "device", {
+  uint64_t n = interop_failures();
+  void *p = SENTINEL;
+  BAD((p = dao_pluggable_malloc(64, -1, NULL), interop_status(n, DAO_ERR_INVALID_ARGUMENT)));
+  expect_null(p, "the result");
+  n = interop_failures();
+  BAD((p = dao_pluggable_malloc(64, INT_MIN, NULL), interop_status(n, DAO_ERR_INVALID_ARGUMENT)));
+  expect_null(p, "the result");
+})
+
+ROW(pluggable_malloc_absent, "dao_pluggable_malloc", "device that does not exist",
+    DAO_ERR_NO_DEVICE, "device 3", {
+  const uint64_t n = interop_failures();
+  void *p = SENTINEL;
+  BAD((p = dao_pluggable_malloc(64, SIM_ABSENT, NULL), interop_status(n, DAO_ERR_NO_DEVICE)));
+  expect_null(p, "the result");
+})
+
+ROW(pluggable_malloc_stream, "dao_pluggable_malloc", "garbage stream handle",
+    DAO_ERR_INVALID_ARGUMENT, NULL, {
+  const uint64_t n = interop_failures();
+  void *p = SENTINEL;
+  BAD((p = dao_pluggable_malloc(64, 0, fake(f)), interop_status(n, DAO_ERR_INVALID_ARGUMENT)));
+  expect_null(p, "the result");
+})
+
+ROW(pluggable_malloc_too_large, "dao_pluggable_malloc", "PTRDIFF_MAX bytes",
+    DAO_ERR_OUT_OF_MEMORY, "out of memory", {
+  const uint64_t n = interop_failures();
+  void *p = SENTINEL;
+  BAD((p = dao_pluggable_malloc(PTRDIFF_MAX, 0, NULL), interop_status(n, DAO_ERR_OUT_OF_MEMORY)));
+  expect_null(p, "the result");
+})
+
+ROW(pluggable_free_foreign, "dao_pluggable_free", "foreign pointer", DAO_ERR_INVALID_POINTER,
+    NULL, {
+  const uint64_t n = interop_failures();
+  BAD((dao_pluggable_free(named(f, f->fake), 64, 0, NULL),
+       interop_status(n, DAO_ERR_INVALID_POINTER)));
+})
+
+ROW(pluggable_free_device, "dao_pluggable_free", "foreign pointer on an absent device",
+    DAO_ERR_NO_DEVICE, "device 3", {
+  const uint64_t n = interop_failures();
+  BAD((dao_pluggable_free(f->fake, 64, SIM_ABSENT, NULL), interop_status(n, DAO_ERR_NO_DEVICE)));
+})
+
+ROW(pluggable_record_stream_foreign, "dao_pluggable_record_stream", "foreign pointer",
+    DAO_ERR_INVALID_POINTER, NULL, {
+  const uint64_t n = interop_failures();
+  BAD((dao_pluggable_record_stream(named(f, f->fake), NULL),
+       interop_status(n, DAO_ERR_INVALID_POINTER)));
+})
+
+ROW(pluggable_record_stream_stream, "dao_pluggable_record_stream", "garbage stream handle",
+    DAO_ERR_INVALID_ARGUMENT, NULL, {
+  void *p = dao_pluggable_malloc(256, SIM_SCRATCH, NULL);
+  uint64_t n;
+  if (p == NULL) note("setup: dao_pluggable_malloc failed: %s", dao_last_error());
+  SNAP();
+  n = interop_failures();
+  BAD((dao_pluggable_record_stream(p, fake(f)), interop_status(n, DAO_ERR_INVALID_ARGUMENT)));
+  dao_pluggable_free(p, 256, SIM_SCRATCH, NULL);
+})
+
+ROW(cupy_malloc_absent, "dao_cupy_malloc", "device that does not exist", DAO_ERR_NO_DEVICE,
+    "device 3", {
+  const uint64_t n = interop_failures();
+  void *p = SENTINEL;
+  BAD((p = dao_cupy_malloc(NULL, 64, SIM_ABSENT), interop_status(n, DAO_ERR_NO_DEVICE)));
+  expect_null(p, "the result");
+})
+
+ROW(cupy_malloc_stream, "dao_cupy_malloc", "param slot holding a garbage stream handle",
+    DAO_ERR_INVALID_ARGUMENT, NULL, {
+  const uint64_t n = interop_failures();
+  void *slot = fake(f);
+  void *p = SENTINEL;
+  BAD((p = dao_cupy_malloc(&slot, 64, 0), interop_status(n, DAO_ERR_INVALID_ARGUMENT)));
+  expect_null(p, "the result");
+})
+
+ROW(cupy_malloc_too_large, "dao_cupy_malloc", "SIZE_MAX bytes", DAO_ERR_OUT_OF_MEMORY,
+    "out of memory", {
+  const uint64_t n = interop_failures();
+  void *p = SENTINEL;
+  BAD((p = dao_cupy_malloc(NULL, SIZE_MAX, 0), interop_status(n, DAO_ERR_OUT_OF_MEMORY)));
+  expect_null(p, "the result");
+})
+
+ROW(cupy_free_foreign, "dao_cupy_free", "foreign pointer", DAO_ERR_INVALID_POINTER, NULL, {
+  const uint64_t n = interop_failures();
+  BAD((dao_cupy_free(NULL, named(f, f->fake), 0), interop_status(n, DAO_ERR_INVALID_POINTER)));
+})
+
+ROW(interop_get_stats_null, "dao_interop_get_stats", "NULL out-param stats",
+    DAO_ERR_INVALID_ARGUMENT, "stats", { BAD(dao_interop_get_stats(NULL)); })
+
+ROW(interop_get_stats_struct_size, "dao_interop_get_stats", "wrong struct_size (0, sizeof - 8)",
+    DAO_ERR_INVALID_ARGUMENT, "struct_size", {
+  dao_interop_stats s;
+  memset(&s, 0x5A, sizeof s);
+  s.struct_size = 0;
+  BAD(dao_interop_get_stats(&s));
+  s.struct_size = sizeof s - 8;
+  BAD(dao_interop_get_stats(&s));
+  if (s.failed_frees != 0x5A5A5A5A5A5A5A5Aull) note("stats was written on failure");
+})
+
 /* Partitioned memory (dao_comm_*, dao_whole_*). */
 #include "whole/bad_input_rows_whole.h"

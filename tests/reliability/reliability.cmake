@@ -25,7 +25,7 @@ endforeach()
 foreach(part 1 2 3 4)
   add_test(NAME test_bad_input_${part} COMMAND test_bad_input $<TARGET_FILE:dao>)
   set_tests_properties(test_bad_input_${part} PROPERTIES
-                       ENVIRONMENT "DAO_SIM_DEVICES=2x64MiB;DAO_BAD_INPUT_PART=${part}/4"
+                       ENVIRONMENT "DAO_SIM_DEVICES=2x64MiB;DAO_INTEROP_PLACE=sim;DAO_BAD_INPUT_PART=${part}/4"
                        LABELS "unit;reliability" TIMEOUT 300)
 endforeach()
 add_test(NAME test_misuse COMMAND test_misuse)

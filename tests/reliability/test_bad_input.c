@@ -194,6 +194,20 @@ static void expect_unchanged_ptr(const void *p, const void *was, const char *wha
   if (p != was) note("%s was changed by the failing call (the header says it is not)", what);
 }
 
+/* The interop entry points (interop.h) return no status: a failure shows as
+ * a count of dao_interop_get_stats() going up, turned here into the status
+ * the header documents for it. */
+static uint64_t interop_failures(void) {
+  dao_interop_stats s;
+  memset(&s, 0, sizeof s);
+  s.struct_size = sizeof s;
+  if (dao_interop_get_stats(&s) != DAO_OK) return UINT64_MAX;
+  return s.failed_mallocs + s.failed_frees;
+}
+static dao_status interop_status(uint64_t before, dao_status refused) {
+  return interop_failures() > before ? refused : DAO_OK;
+}
+
 /* Kernels and host functions. */
 static int g_kernel_runs;
 static dao_status kernel_ok(void *user_data, void *const *inputs, size_t input_count,

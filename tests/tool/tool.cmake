@@ -9,3 +9,22 @@ if(TARGET dao_tool)
     COMMAND ${CMAKE_CURRENT_LIST_DIR}/run_replay_plan_test.sh $<TARGET_FILE:dao_tool>)
   set_tests_properties(tool_replay_plan PROPERTIES LABELS "tool" TIMEOUT 300)
 endif()
+
+# dao convert and dao view (issue 18): converters on small files made here
+# (a lifetime CSV, an ops JSONL trace, PyTorch snapshot pickles built with
+# Python's pickle), bad-input rows, hostile pickles; then the pages in
+# headless Chromium (SKIP, status 77, where it is missing or cannot start),
+# with screenshots kept in <build>/tests/tool/artifacts.
+if(TARGET dao_tool)
+  find_package(Python3 COMPONENTS Interpreter QUIET)
+  if(Python3_Interpreter_FOUND)
+    add_test(NAME tool_convert_view
+      COMMAND ${CMAKE_CURRENT_LIST_DIR}/run_convert_view_test.sh $<TARGET_FILE:dao_tool>
+              ${CMAKE_CURRENT_LIST_DIR})
+    add_test(NAME tool_view_browser
+      COMMAND ${CMAKE_CURRENT_LIST_DIR}/run_view_browser_test.sh $<TARGET_FILE:dao_tool>
+              ${CMAKE_CURRENT_LIST_DIR} ${CMAKE_CURRENT_BINARY_DIR}/tool/artifacts)
+    set_tests_properties(tool_convert_view tool_view_browser PROPERTIES LABELS "tool")
+    set_tests_properties(tool_view_browser PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600)
+  endif()
+endif()

@@ -123,6 +123,22 @@ module dao_c
     type(c_ptr) :: stream = c_null_ptr
   end type dao_block_info
 
+  ! --- interop.h ---
+  integer(c_int), parameter, public :: DAO_INTEROP_STREAM_CACHE = 64
+
+  !> What the interop entry points hold and have done (C: dao_interop_stats).
+  type, bind(C), public :: dao_interop_stats
+    integer(c_size_t) :: struct_size = 0
+    integer(c_int) :: kind = DAO_PLACE_KIND_CPU
+    integer(c_int64_t) :: cached_streams = 0
+    integer(c_int64_t) :: idle_streams = 0
+    integer(c_int64_t) :: streams_wrapped = 0
+    integer(c_int64_t) :: streams_evicted = 0
+    integer(c_int64_t) :: streams_retired = 0
+    integer(c_int64_t) :: failed_mallocs = 0
+    integer(c_int64_t) :: failed_frees = 0
+  end type dao_interop_stats
+
   ! --- sim.h ---
   integer(c_int), parameter, public :: DAO_SIM_MAX_DEVICES = 64
   integer(c_int), parameter, public :: DAO_SIM_OP_ALLOC = 0
@@ -347,7 +363,7 @@ module dao_c
     end subroutine dao_oom_callback
   end interface
 
-  ! --- the 118 functions, by header ---
+  ! --- the 124 functions, by header ---
   ! version.h (2)
   public :: dao_version_number, dao_version_string
   ! status.h (2)
@@ -372,6 +388,9 @@ module dao_c
   ! memory.h (6)
   public :: dao_alloc, dao_free, dao_used, dao_used_internal, dao_place_allocator, &
             dao_place_default_config
+  ! interop.h (6)
+  public :: dao_pluggable_malloc, dao_pluggable_free, dao_pluggable_record_stream, &
+            dao_cupy_malloc, dao_cupy_free, dao_interop_get_stats
   ! sim.h (6)
   public :: dao_sim_configure, dao_sim_set_profile, dao_sim_get_profile, dao_sim_get_cost, &
             dao_sim_reset_costs, dao_sim_op_name
@@ -838,6 +857,57 @@ module dao_c
       type(c_ptr), intent(inout), optional :: config
       integer(c_int) :: r
     end function dao_place_default_config
+
+    ! --------------------------------------------------------------- interop.h
+    !> PyTorch's `CUDAPluggableAllocator` allocation function.
+    function dao_pluggable_malloc(size, device, stream) &
+        bind(C, name="dao_pluggable_malloc") result(r)
+      import :: c_int, c_intptr_t, c_ptr
+      integer(c_intptr_t), value :: size
+      integer(c_int), value :: device
+      type(c_ptr), value :: stream
+      type(c_ptr) :: r
+    end function dao_pluggable_malloc
+
+    !> PyTorch's `CUDAPluggableAllocator` free function.
+    subroutine dao_pluggable_free(ptr, size, device, stream) bind(C, name="dao_pluggable_free")
+      import :: c_int, c_intptr_t, c_ptr
+      type(c_ptr), value :: ptr
+      integer(c_intptr_t), value :: size
+      integer(c_int), value :: device
+      type(c_ptr), value :: stream
+    end subroutine dao_pluggable_free
+
+    !> PyTorch's record-stream hook: ptr is also used on stream.
+    subroutine dao_pluggable_record_stream(ptr, stream) bind(C, name="dao_pluggable_record_stream")
+      import :: c_ptr
+      type(c_ptr), value :: ptr
+      type(c_ptr), value :: stream
+    end subroutine dao_pluggable_record_stream
+
+    !> CuPy's `CFunctionAllocator` allocation function.
+    function dao_cupy_malloc(param, size, device) bind(C, name="dao_cupy_malloc") result(r)
+      import :: c_int, c_size_t, c_ptr
+      type(c_ptr), value :: param
+      integer(c_size_t), value :: size
+      integer(c_int), value :: device
+      type(c_ptr) :: r
+    end function dao_cupy_malloc
+
+    !> CuPy's `CFunctionAllocator` free function: `free_func(param, ptr, device)`.
+    subroutine dao_cupy_free(param, ptr, device) bind(C, name="dao_cupy_free")
+      import :: c_int, c_ptr
+      type(c_ptr), value :: param
+      type(c_ptr), value :: ptr
+      integer(c_int), value :: device
+    end subroutine dao_cupy_free
+
+    !> Read what the interop entry points hold and have done.
+    function dao_interop_get_stats(stats) bind(C, name="dao_interop_get_stats") result(r)
+      import :: c_int, dao_interop_stats
+      type(dao_interop_stats), intent(inout) :: stats
+      integer(c_int) :: r
+    end function dao_interop_get_stats
 
     ! ------------------------------------------------------------------- sim.h
     !> Set the number and capacities of the simulated devices.

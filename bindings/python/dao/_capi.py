@@ -173,6 +173,28 @@ class dao_block_info(Structure):
     ]
 
 
+# --- interop.h ---------------------------------------------------------------
+
+# Most wrappers of native streams without live blocks that the interop stream cache keeps (see the
+# file's description).
+DAO_INTEROP_STREAM_CACHE = 64
+
+
+class dao_interop_stats(Structure):
+    """What the interop entry points hold and have done."""
+    _fields_ = [
+        ("struct_size", c_size_t),
+        ("kind", dao_place_kind),
+        ("cached_streams", c_uint64),
+        ("idle_streams", c_uint64),
+        ("streams_wrapped", c_uint64),
+        ("streams_evicted", c_uint64),
+        ("streams_retired", c_uint64),
+        ("failed_mallocs", c_uint64),
+        ("failed_frees", c_uint64),
+    ]
+
+
 # --- sim.h -------------------------------------------------------------------
 
 # Most simulated devices a process may have.
@@ -451,6 +473,7 @@ STRUCTS = (
     dao_stat,
     dao_segment_info,
     dao_block_info,
+    dao_interop_stats,
     dao_sim_cost,
     dao_recycle_stats,
     dao_tensor_access_info,
@@ -463,7 +486,7 @@ STRUCTS = (
     dao_trace_stats,
 )
 
-# The 118 functions, in the order of the headers: name ->
+# The 124 functions, in the order of the headers: name ->
 # (restype, argtypes).
 FUNCTIONS = {
     # version.h
@@ -598,6 +621,23 @@ FUNCTIONS = {
     # allocators of a kind use, from the environment, without creating anything.
     "dao_place_default_config": (dao_status, (
         dao_place_kind, POINTER(c_char_p), POINTER(c_char_p),)),
+    # interop.h
+    # dao_pluggable_malloc(size, device, stream): PyTorch's `CUDAPluggableAllocator` allocation
+    # function.
+    "dao_pluggable_malloc": (c_void_p, (c_ssize_t, c_int, c_void_p)),
+    # dao_pluggable_free(ptr, size, device, stream): PyTorch's `CUDAPluggableAllocator` free
+    # function.
+    "dao_pluggable_free": (None, (c_void_p, c_ssize_t, c_int, c_void_p)),
+    # dao_pluggable_record_stream(ptr, stream): PyTorch's record-stream hook: ptr is also used on
+    # stream.
+    "dao_pluggable_record_stream": (None, (c_void_p, c_void_p)),
+    # dao_cupy_malloc(param, size, device): CuPy's `CFunctionAllocator` allocation function.
+    "dao_cupy_malloc": (c_void_p, (c_void_p, c_size_t, c_int)),
+    # dao_cupy_free(param, ptr, device): CuPy's `CFunctionAllocator` free function:
+    # `free_func(param, ptr, device)`.
+    "dao_cupy_free": (None, (c_void_p, c_void_p, c_int)),
+    # dao_interop_get_stats(stats): Read what the interop entry points hold and have done.
+    "dao_interop_get_stats": (dao_status, (POINTER(dao_interop_stats),)),
     # sim.h
     # dao_sim_configure(count, capacities): Set the number and capacities of the simulated devices.
     "dao_sim_configure": (dao_status, (c_int, POINTER(c_size_t))),

@@ -146,3 +146,29 @@ def device_index(device):
 def allocator(device):
     """The default allocator that the entry points use for ``device``."""
     return Allocator.default(place(device_index(device)))
+
+
+# The statistics of the allocator behind the framework's entry points, the
+# same for dao.torch and dao.cupy (each re-exports them).
+def memory_stats(device=None):
+    """Statistics of libdao's allocator for a device (None: the current one),
+    shaped like ``torch.cuda.memory_stats()``."""
+    return allocator(device).stats()
+
+
+def memory_summary(device=None):
+    """A readable table of ``memory_stats(device)``, like PyTorch's."""
+    from .allocator import memory_summary as summary
+    a = allocator(device)
+    return summary(a.stats(), "%s (%s)" % (a.place, a.strategy))
+
+
+def snapshot(device=None):
+    """The allocator's segments, blocks, statistics and config (libdao's JSON, parsed)."""
+    return allocator(device).snapshot()
+
+
+def empty_cache(device=None):
+    """Give libdao's cached memory of a device back to the driver, as
+    ``torch.cuda.empty_cache()`` would; returns the bytes released."""
+    return allocator(device).trim()

@@ -62,3 +62,18 @@ def address_of(obj, writable=False):
         return ctypes.addressof(buf), buf
     arr = (ctypes.c_char * view.nbytes).from_buffer(view.cast("B") if view.format != "B" else view)
     return ctypes.addressof(arr), (arr, view)
+
+
+class Closing:
+    """``with`` support for the handle classes: leaving the block calls
+    ``close()``; ``destroy()`` is another name for it."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def destroy(self):
+        """The same as ``close()``."""
+        self.close()

@@ -6,7 +6,7 @@ import warnings
 
 from . import _capi
 from ._lib import check, load, text
-from ._util import format_count, format_size
+from ._util import Closing, format_count, format_size
 from .place import Place
 
 # PyTorch's memory_stats() names of libdao's detailed statistics, and of its pools.
@@ -91,7 +91,7 @@ class Block:
         return "Block(address=0x%x, size=%d)" % (self.address, self.size)
 
 
-class Allocator:
+class Allocator(Closing):
     """An allocator of a strategy on a place, configured by a string.
 
     ``dao.Allocator("sim:0", "caching", "max_split_size=64MiB")``; strategy None
@@ -326,13 +326,6 @@ class Allocator:
             check(self._lib.dao_allocator_destroy(self._handle))
         self._handle = None
 
-    destroy = close
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
 
     def __del__(self):
         if getattr(self, "_handle", None) is not None and self._owned:

@@ -15,7 +15,6 @@ import ctypes
 
 from . import _capi, _interop
 from ._lib import check, load
-from .allocator import memory_summary as _summary
 from .errors import InvalidStateError
 from .place import Place
 
@@ -91,22 +90,8 @@ def pinned_use():
     return malloc
 
 
-def memory_stats(device=None):
-    """Statistics of libdao's allocator for a device, shaped like torch.cuda.memory_stats()."""
-    return _interop.allocator(device).stats()
-
-
-def memory_summary(device=None):
-    """A readable table of ``memory_stats(device)``."""
-    a = _interop.allocator(device)
-    return _summary(a.stats(), "%s (%s)" % (a.place, a.strategy))
-
-
-def snapshot(device=None):
-    """The allocator's segments, blocks, statistics and config (libdao's JSON, parsed)."""
-    return _interop.allocator(device).snapshot()
-
-
-def empty_cache(device=None):
-    """Give libdao's cached memory of a device back; returns the bytes released."""
-    return _interop.allocator(device).trim()
+# Statistics, summary, snapshot and trim: the same for every framework.
+memory_stats = _interop.memory_stats
+memory_summary = _interop.memory_summary
+snapshot = _interop.snapshot
+empty_cache = _interop.empty_cache

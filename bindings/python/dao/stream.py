@@ -6,11 +6,11 @@ import ctypes
 
 from . import _callbacks, _capi
 from ._lib import check, load
-from ._util import address_of
+from ._util import Closing, address_of
 from .place import Place
 
 
-class Stream:
+class Stream(Closing):
     """A stream of a place: ``dao.Stream("sim:0")``. A context manager that
     destroys it (after its work has run) on exit."""
 
@@ -91,13 +91,6 @@ class Stream:
             self.handle = None
             self._keep.clear()
 
-    destroy = close
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
 
     def __del__(self):
         if getattr(self, "handle", None) is not None:
@@ -108,7 +101,7 @@ class Stream:
         return "Stream(%r%s)" % (str(self._place), "" if self.handle else ", closed")
 
 
-class Event:
+class Event(Closing):
     """An event of a place; a new event counts as completed."""
 
     def __init__(self, place):
@@ -142,13 +135,6 @@ class Event:
             check(self._lib.dao_event_destroy(self.handle))
             self.handle = None
 
-    destroy = close
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
 
     def __del__(self):
         if getattr(self, "handle", None) is not None:

@@ -18,7 +18,6 @@ and ``torch.cuda.empty_cache()`` does nothing (see docs/python.md).
 import warnings
 
 from . import _interop
-from .allocator import memory_summary as _summary
 from .errors import InvalidStateError, UnsupportedError
 from . import _capi
 
@@ -101,27 +100,11 @@ def in_use():
     return _state["allocator"] is not None
 
 
-def memory_stats(device=None):
-    """Statistics of libdao's allocator for a device (None: the current one),
-    shaped like ``torch.cuda.memory_stats()``."""
-    return _interop.allocator(device).stats()
-
-
-def memory_summary(device=None):
-    """A readable table of ``memory_stats(device)``."""
-    a = _interop.allocator(device)
-    return _summary(a.stats(), "%s (%s)" % (a.place, a.strategy))
-
-
-def snapshot(device=None):
-    """The allocator's segments, blocks, statistics and config (libdao's JSON, parsed)."""
-    return _interop.allocator(device).snapshot()
-
-
-def empty_cache(device=None):
-    """Give libdao's cached memory of a device back to the driver, as
-    ``torch.cuda.empty_cache()`` would; returns the bytes released."""
-    return _interop.allocator(device).trim()
+# Statistics, summary, snapshot and trim: the same for every framework.
+memory_stats = _interop.memory_stats
+memory_summary = _interop.memory_summary
+snapshot = _interop.snapshot
+empty_cache = _interop.empty_cache
 
 
 def reset_peak_memory_stats(device=None):

@@ -36,7 +36,10 @@ export DaoError, CallbackError, Place, cpu, cuda, cuda_pinned, cuda_managed, sim
        TieredPool, Tensor, write!, set_score_callback!,
        Comm, WholeMemory, local_comms, nranks, rank_place, barrier, supported, partition,
        entries, entry_rank, local_part, rank_part, whole_array, gather, gather!, scatter!,
-       store, load!
+       store, load!,
+       interop_functions, pluggable_malloc, pluggable_free, pluggable_record_stream,
+       cupy_malloc, cupy_free, interop_stats,
+       trace_start, trace_stop, trace_flush, trace_mark, trace_stats, set_oom_callback!
 
 include("library.jl")
 include("capi.jl")
@@ -48,6 +51,8 @@ include("lifetime.jl")
 include("streams.jl")
 include("memory.jl")
 include("allocator.jl")
+include("interop.jl")
+include("trace.jl")
 include("recycle.jl")
 include("tiered.jl")
 include("whole.jl")

@@ -145,6 +145,28 @@ struct BlockInfo
     stream::Ptr{Cvoid}
 end
 
+# --- interop.h ---------------------------------------------------------------
+
+const DAO_INTEROP_STREAM_CACHE = 64
+
+"""
+    InteropStats
+
+What the interop entry points hold and have done (C `dao_interop_stats`).
+"""
+struct InteropStats
+    # C layout: dao_interop_stats
+    struct_size::Csize_t
+    kind::Cint
+    cached_streams::UInt64
+    idle_streams::UInt64
+    streams_wrapped::UInt64
+    streams_evicted::UInt64
+    streams_retired::UInt64
+    failed_mallocs::UInt64
+    failed_frees::UInt64
+end
+
 # --- sim.h -------------------------------------------------------------------
 
 const DAO_SIM_MAX_DEVICES = 64
@@ -386,7 +408,7 @@ struct TraceStats
 end
 
 # =============================================================================
-# The 118 functions, in the order of the headers.
+# The 124 functions, in the order of the headers.
 # =============================================================================
 
 # --- version.h ---
@@ -579,6 +601,30 @@ dao_place_default_config(kind, strategy, config) =
     @gcsafe ccall((:dao_place_default_config, libdao), Cint,
                   (Cint, Ptr{Ptr{UInt8}}, Ptr{Ptr{UInt8}}),
                   kind, strategy, config)
+
+# --- interop.h ---
+# PyTorch's `CUDAPluggableAllocator` allocation function.
+dao_pluggable_malloc(size, device, stream) =
+    ccall((:dao_pluggable_malloc, libdao), Ptr{Cvoid},
+          (Cptrdiff_t, Cint, Ptr{Cvoid}),
+          size, device, stream)
+# PyTorch's `CUDAPluggableAllocator` free function.
+dao_pluggable_free(ptr, size, device, stream) =
+    ccall((:dao_pluggable_free, libdao), Cvoid,
+          (Ptr{Cvoid}, Cptrdiff_t, Cint, Ptr{Cvoid}),
+          ptr, size, device, stream)
+# PyTorch's record-stream hook: ptr is also used on stream.
+dao_pluggable_record_stream(ptr, stream) =
+    ccall((:dao_pluggable_record_stream, libdao), Cvoid, (Ptr{Cvoid}, Ptr{Cvoid}), ptr, stream)
+# CuPy's `CFunctionAllocator` allocation function.
+dao_cupy_malloc(param, size, device) =
+    ccall((:dao_cupy_malloc, libdao), Ptr{Cvoid}, (Ptr{Cvoid}, Csize_t, Cint), param, size, device)
+# CuPy's `CFunctionAllocator` free function: `free_func(param, ptr, device)`.
+dao_cupy_free(param, ptr, device) =
+    ccall((:dao_cupy_free, libdao), Cvoid, (Ptr{Cvoid}, Ptr{Cvoid}, Cint), param, ptr, device)
+# Read what the interop entry points hold and have done.
+dao_interop_get_stats(stats) =
+    @gcsafe ccall((:dao_interop_get_stats, libdao), Cint, (Ptr{InteropStats},), stats)
 
 # --- sim.h ---
 # Set the number and capacities of the simulated devices.

@@ -288,6 +288,37 @@ pub struct dao_block_info {
     pub stream: dao_stream,
 }
 
+// ---------------------------------------------------------------- interop.h
+
+/// Most wrappers of native streams without live blocks that the interop stream cache keeps (see the
+/// file's description).
+pub const DAO_INTEROP_STREAM_CACHE: c_int = 64;
+
+/// `dao_interop_stats`: What the interop entry points hold and have done.
+#[repr(C)]
+#[derive(Debug, Copy, Clone, Default, PartialEq, Eq, Hash)]
+pub struct dao_interop_stats {
+    /// In: sizeof(dao_interop_stats).
+    pub struct_size: usize,
+    /// Kind of place served: DAO_PLACE_CUDA or DAO_PLACE_SIM.
+    pub kind: dao_place_kind,
+    /// Stream wrappers held now (with and without live blocks).
+    pub cached_streams: u64,
+    /// Of those, wrappers without live blocks; at most DAO_INTEROP_STREAM_CACHE.
+    pub idle_streams: u64,
+    /// Wrappers made since the process started.
+    pub streams_wrapped: u64,
+    /// Wrappers dropped because the cache was full.
+    pub streams_evicted: u64,
+    /// Wrappers retired because their stream was destroyed (its handle named another stream, or the
+    /// driver refused it).
+    pub streams_retired: u64,
+    /// Allocations that returned NULL for a failure (not for size 0).
+    pub failed_mallocs: u64,
+    /// Frees and record-streams refused (bad pointer, device or stream).
+    pub failed_frees: u64,
+}
+
 // -------------------------------------------------------------------- sim.h
 
 /// Most simulated devices a process may have.
@@ -959,6 +990,20 @@ extern "C" {
         strategy: *mut *const c_char,
         config: *mut *const c_char,
     ) -> dao_status;
+
+    // interop.h
+    /// PyTorch's `CUDAPluggableAllocator` allocation function.
+    pub fn dao_pluggable_malloc(size: isize, device: c_int, stream: *mut c_void) -> *mut c_void;
+    /// PyTorch's `CUDAPluggableAllocator` free function.
+    pub fn dao_pluggable_free(ptr: *mut c_void, size: isize, device: c_int, stream: *mut c_void);
+    /// PyTorch's record-stream hook: ptr is also used on stream.
+    pub fn dao_pluggable_record_stream(ptr: *mut c_void, stream: *mut c_void);
+    /// CuPy's `CFunctionAllocator` allocation function.
+    pub fn dao_cupy_malloc(param: *mut c_void, size: usize, device: c_int) -> *mut c_void;
+    /// CuPy's `CFunctionAllocator` free function: `free_func(param, ptr, device)`.
+    pub fn dao_cupy_free(param: *mut c_void, ptr: *mut c_void, device: c_int);
+    /// Read what the interop entry points hold and have done.
+    pub fn dao_interop_get_stats(stats: *mut dao_interop_stats) -> dao_status;
 
     // sim.h
     /// Set the number and capacities of the simulated devices.

@@ -141,6 +141,7 @@ fn c_type(rust: &str) -> String {
         "c_uint" => "unsigned int",
         "c_double" | "f64" => "double",
         "usize" => "size_t",
+        "isize" => "ptrdiff_t",
         "u64" => "uint64_t",
         "i64" => "int64_t",
         other => {
@@ -440,8 +441,8 @@ fn every_exported_function_is_declared() {
     let rust: BTreeSet<String> = rust_functions().into_iter().map(|f| f.name).collect();
     assert_eq!(
         c.len(),
-        112,
-        "the headers of this version declare 112 functions (88, and 24 of whole.h)"
+        124,
+        "the headers of this version declare 124 functions (100, and 24 of whole.h)"
     );
     let missing: Vec<_> = c.difference(&rust).collect();
     let extra: Vec<_> = rust.difference(&c).collect();
@@ -478,6 +479,18 @@ fn every_function_links() {
         dao_free,
         dao_used,
         dao_used_internal,
+        dao_pluggable_malloc,
+        dao_pluggable_free,
+        dao_pluggable_record_stream,
+        dao_cupy_malloc,
+        dao_cupy_free,
+        dao_interop_get_stats,
+        dao_trace_start,
+        dao_trace_stop,
+        dao_trace_flush,
+        dao_trace_mark,
+        dao_trace_get_stats,
+        dao_allocator_set_oom_callback,
         dao_place_allocator,
         dao_place_default_config,
         dao_sim_configure,
@@ -595,8 +608,8 @@ fn signatures_match_the_headers() {
     let callbacks = rust_callbacks();
     assert_eq!(
         callbacks.len(),
-        3,
-        "dao_host_fn, dao_kernel_fn and dao_score_fn"
+        4,
+        "dao_host_fn, dao_kernel_fn, dao_score_fn and dao_oom_callback"
     );
     for (name, decl) in &callbacks {
         src.push_str(&format!(
@@ -678,6 +691,7 @@ fn constants_match_the_headers() {
         DAO_BLOCK_ALLOCATED,
         DAO_BLOCK_PENDING_FREE,
         DAO_SIM_MAX_DEVICES,
+        DAO_INTEROP_STREAM_CACHE,
         DAO_SIM_OP_ALLOC,
         DAO_SIM_OP_FREE,
         DAO_SIM_OP_CREATE,
@@ -790,6 +804,25 @@ fn rust_layouts() -> Vec<Layout> {
             system_free_count,
             largest_free_block,
             alloc_retry_count,
+        },
+        dao_interop_stats {
+            struct_size,
+            kind,
+            cached_streams,
+            idle_streams,
+            streams_wrapped,
+            streams_evicted,
+            streams_retired,
+            failed_mallocs,
+            failed_frees,
+        },
+        dao_trace_stats {
+            struct_size,
+            active,
+            records,
+            lost,
+            pending,
+            bytes_written,
         },
         dao_stat {
             current,

@@ -112,12 +112,14 @@ macro_rules! c_enum {
 
 mod allocator;
 mod error;
+pub mod interop;
 mod memory;
 mod place;
 mod recycle;
 pub mod sim;
 mod stream;
 mod tiered;
+pub mod trace;
 mod whole;
 
 pub use dao_sys as ffi;
