@@ -289,6 +289,41 @@ static void killed_recorder_leaves_a_readable_file(void **state) {
   remove(path);
 }
 
+static void fork_while_recording(void **state) {
+  (void)state;
+  const char *path = trace_path("forked");
+  int status = 0;
+  dao_trace t;
+  void *p = NULL;
+  pid_t pid;
+  assert_ok(dao_trace_start(path, "flush_ms=5"));
+  assert_ok(dao_alloc(dao_place_cpu(), 4096, &p));
+  pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    /* the child records nothing of the parent's recording, and its exit
+       (atexit stop) does not wait for the parent's writer thread */
+    dao_trace_stats ts;
+    void *q = NULL;
+    memset(&ts, 0, sizeof ts);
+    ts.struct_size = sizeof ts;
+    if (dao_trace_get_stats(&ts) != DAO_OK || ts.active) _exit(3);
+    if (dao_alloc(dao_place_cpu(), 100, &q) != DAO_OK) _exit(4);
+    dao_free(dao_place_cpu(), q);
+    if (dao_trace_stop() != DAO_ERR_INVALID_STATE) _exit(5);
+    exit(0);
+  }
+  assert_int_equal(waitpid(pid, &status, 0), pid);
+  assert_true(WIFEXITED(status));
+  assert_int_equal(WEXITSTATUS(status), 0);
+  assert_ok(dao_free(dao_place_cpu(), p));
+  assert_ok(dao_trace_stop());
+  read_trace(path, &t);
+  assert_int_equal(t.ended, 1);
+  dao_trace_free(&t);
+  remove(path);
+}
+
 /* ---- threads ---- */
 
 static dao_allocator *g_shared;
@@ -496,6 +531,7 @@ int main(void) {
       cmocka_unit_test(stacks_when_asked),
       cmocka_unit_test(tiny_ring_counts_lost),
       cmocka_unit_test(killed_recorder_leaves_a_readable_file),
+      cmocka_unit_test(fork_while_recording),
       cmocka_unit_test(threads_pair_every_free),
       cmocka_unit_test(oom_callback_may_snapshot_and_stop),
       cmocka_unit_test(oom_callback_of_a_place_default),

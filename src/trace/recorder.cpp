@@ -5,6 +5,7 @@
 
 #include <execinfo.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -13,6 +14,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <new>
 
 #include "core/config.hpp"
 #include "core/error.hpp"
@@ -331,6 +333,20 @@ double calibrate(std::uint64_t clock0, std::uint64_t ns0) noexcept {
 #endif
 }
 
+// A child forked while recording has no writer thread: it does not record
+// (its stop at exit, and a later dao_trace_start, must not wait for or
+// replace the parent's thread). Its rings and tables are copies, left as
+// they are.
+void forget_recording_in_child() noexcept {
+  g_active.store(false, std::memory_order_relaxed);
+  recording& r = the_recording();
+  new (&r.writer) std::thread();  // the parent's thread does not exist here
+  if (r.fd >= 0) {
+    ::close(r.fd);
+    r.fd = -1;
+  }
+}
+
 void stop_at_exit() noexcept {
   try {
     if (active()) stop();
@@ -405,7 +421,8 @@ void start(const char* path, const char* options_text) {
     r.fd = -1;
     throw backend_error(strprintf("dao_trace_start: cannot start the writer thread: %s", e.what()));
   }
-  static const bool registered = std::atexit([] { stop_at_exit(); }) == 0;
+  static const bool registered = std::atexit([] { stop_at_exit(); }) == 0 &&
+                                 pthread_atfork(nullptr, nullptr, forget_recording_in_child) == 0;
   (void)registered;
   g_stacks.store(o.stacks, std::memory_order_relaxed);
   g_session.store(r.session, std::memory_order_release);
