@@ -266,6 +266,7 @@ void* buddy_strategy::do_allocate(std::size_t bytes, const stream_object*) {
   b.requested = bytes;
   unpoison(b.addr, order_bytes(order));  // all of it: usable_size() promises it
   counters_.on_alloc(order_bytes(order), bytes);
+  trace::t_block_size = order_bytes(order);  // for a recording (strategy.hpp)
   return reinterpret_cast<void*>(b.addr);
 }
 

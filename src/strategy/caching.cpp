@@ -289,6 +289,7 @@ void* caching_strategy::do_allocate(std::size_t bytes, const stream_object* stre
   if (!recent) blocks_.live().insert(b.addr, index);  // room reserved
   // Statistics count blocks by their size (a recent block may be larger).
   stats_.on_alloc(b.size <= kSmallSize, b.size, bytes);
+  trace::t_block_size = b.size;  // for a recording (strategy.hpp)
   return reinterpret_cast<void*>(b.addr);
 }
 

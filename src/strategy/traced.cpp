@@ -38,6 +38,7 @@ void* strategy::traced_allocate(std::size_t bytes, const stream_object* stream) 
   if (id == 0) return do_allocate(bytes, stream);
   trace::current_allocator scope(id);
   void* p = nullptr;
+  trace::t_block_size = 0;
   try {
     p = do_allocate(bytes, stream);
   } catch (const out_of_memory& e) {
@@ -53,7 +54,7 @@ void* strategy::traced_allocate(std::size_t bytes, const stream_object* stream) 
   ev.what = trace::kind::alloc;
   ev.allocator = id;
   ev.ptr = reinterpret_cast<std::uintptr_t>(p);
-  ev.size = usable_size(p);
+  ev.size = trace::t_block_size != 0 ? trace::t_block_size : usable_size(p);
   ev.req = bytes;
   ev.stream_id = stream_id_of(stream);
   ev.stream_handle = handle_of(stream);

@@ -110,6 +110,12 @@ void record(const event& e) noexcept;
 void record_oom(std::uint32_t allocator, std::uint64_t size, std::uint64_t stream_id,
                 std::uint64_t free_bytes, const char* message) noexcept;
 
+// The size of the block this thread's last allocation handed out: the
+// busiest strategies store it as they return (one store, no branch), so
+// that a recorded allocation needs no lookup of its size; 0 when the
+// strategy does not say (the recorder asks usable_size() then).
+inline thread_local std::size_t t_block_size __attribute__((tls_model("initial-exec"))) = 0;
+
 // The allocator on whose behalf this thread is working (set by the
 // strategy layer around a traced call), so that the system resource's
 // map/unmap records name it.
