@@ -55,7 +55,9 @@ extern "C" {
  *   - `ring` (default 1MiB, 4 KiB to 1 GiB): bytes of each recording
  *     thread's ring (64 bytes per record, rounded down to a power of two
  *     records), taken at the thread's first record. Larger rides out
- *     longer bursts.
+ *     longer bursts. A ring lives as long as the process; when its thread
+ *     ends, the next new thread takes it over, so the memory is that many
+ *     rings as threads recorded at once.
  *   - `flush_ms` (default 100, 1 to 60000): the writer writes what it has
  *     formatted at least this often.
  *   - `clock` (default `tsc`): `tsc` stamps each record with the CPU's
