@@ -437,6 +437,41 @@ class Streams(unittest.TestCase):
             dao.Stream("sim:7")
 
 
+class Trace(unittest.TestCase):
+    def test_record_and_oom_callback(self):
+        import json
+        import os
+        import tempfile
+        path = os.path.join(tempfile.mkdtemp(), "history.jsonl")
+        a = dao.Allocator(SIM0, "caching")
+        seen = []
+
+        def on_oom(size):
+            seen.append(size)
+            with self.assertRaises(dao.InvalidStateError):
+                a.alloc(256)  # the same allocator, inside its callback
+
+        dao.trace.set_oom_callback(a, on_oom)
+        dao.trace.start(path, "flush_ms=10")
+        self.assertTrue(dao.trace.stats()["active"])
+        b = a.alloc(4096)
+        dao.trace.mark("python")
+        with self.assertRaises(dao.OutOfMemoryError):
+            a.alloc(1 << 40)
+        self.assertEqual(seen, [1 << 40])
+        a.free(b)
+        dao.trace.stop()
+        dao.trace.set_oom_callback(a, None)
+        with open(path) as f:
+            lines = [json.loads(line) for line in f]
+        self.assertEqual(lines[0]["format"], "dao-trace")
+        kinds = [line.get("k") for line in lines[1:]]
+        for k in ("allocator", "alloc", "free", "mark", "oom", "end"):
+            self.assertIn(k, kinds)
+        with self.assertRaises(dao.InvalidStateError):
+            dao.trace.stop()
+
+
 class Recycle(unittest.TestCase):
     def test_pipeline(self):
         with dao.RecyclePool(SIM0, 4, (2, 8), max_buffers=2, preallocate=1,

@@ -27,6 +27,7 @@ from .recycle import Buffer, Collection, RecyclePool
 from .stream import Event, Stream, launch_host_func, memcpy_async
 from .tiered import Tensor, TieredPool
 from . import sim
+from . import trace
 
 __version__ = _capi.DAO_VERSION_STRING
 
@@ -37,7 +38,7 @@ __all__ = [
     "OutOfMemoryError", "Place", "RecyclePool", "Stream", "Tensor", "TieredPool",
     "TimeoutError", "UnsupportedError", "alloc", "backend_description", "default_config",
     "device_count", "free", "launch_host_func", "library", "library_version", "memcpy_async",
-    "sim", "used", "version",
+    "sim", "trace", "used", "version",
 ]
 
 
