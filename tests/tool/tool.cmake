@@ -8,6 +8,13 @@ if(TARGET dao_tool)
   add_test(NAME tool_replay_plan
     COMMAND ${CMAKE_CURRENT_LIST_DIR}/run_replay_plan_test.sh $<TARGET_FILE:dao_tool>)
   set_tests_properties(tool_replay_plan PROPERTIES LABELS "tool" TIMEOUT 300)
+  # dao plan agrees with bench_traces' own replay on the bench's traces
+  if(TARGET bench_traces)
+    add_test(NAME tool_plan_vs_bench
+      COMMAND ${CMAKE_CURRENT_LIST_DIR}/run_plan_vs_bench_test.sh $<TARGET_FILE:dao_tool>
+              $<TARGET_FILE:bench_traces> ${PROJECT_SOURCE_DIR}/bench/traces)
+    set_tests_properties(tool_plan_vs_bench PROPERTIES LABELS "tool" TIMEOUT 300)
+  endif()
 endif()
 
 # dao convert and dao view (issue 18): converters on small files made here
