@@ -16,23 +16,7 @@ if [ "$#" -ne 2 ]; then
 fi
 dao=$1
 here=$2
-out=$(mktemp -d)
-trap 'rm -rf "$out"' EXIT
-
-failures=0
-fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
-# run <name> <expected-status> args...: stdout/stderr in $out/<name>.{out,err}
-run() {
-  local name=$1 want=$2 status=0
-  shift 2
-  "$dao" "$@" > "$out/$name.out" 2> "$out/$name.err" || status=$?
-  if [ "$status" -ne "$want" ]; then
-    fail "dao $*: exit status $status, expected $want"
-    sed 's/^/  stdout: /' "$out/$name.out" >&2
-    sed 's/^/  stderr: /' "$out/$name.err" >&2
-  fi
-}
-has() { grep -qE -- "$2" "$out/$1" || fail "$1 does not match '$2': $(head -c 300 "$out/$1")"; }
+. "$(dirname "${BASH_SOURCE[0]}")/tool_test_lib.sh"
 check() { python3 "$here/check_trace.py" "$@" > /dev/null || fail "check_trace.py $*"; }
 
 # --- inputs -----------------------------------------------------------------

@@ -10,28 +10,7 @@
 set -euo pipefail
 
 dao=$1
-out=$(mktemp -d)
-trap 'rm -rf "$out"' EXIT
-
-failures=0
-fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
-# run <name> <expected-status> [VAR=value ...] -- args...
-run() {
-  local name=$1 want=$2 status=0
-  shift 2
-  local env=()
-  while [ "$1" != "--" ]; do env+=("$1"); shift; done
-  shift
-  env -u DAO_SIM_DEVICES -u DAO_SIM_COSTS -u DAO_ALLOCATOR -u DAO_ALLOC_CONF -u DAO_ALLOCATOR_SIM \
-    -u DAO_ALLOC_CONF_SIM -u DAO_TRACE -u DAO_TRACE_OPTIONS "${env[@]}" \
-    "$dao" "$@" > "$out/$name.out" 2> "$out/$name.err" || status=$?
-  if [ "$status" -ne "$want" ]; then
-    fail "dao $* (${env[*]}): exit status $status, expected $want"
-    sed 's/^/  stdout: /' "$out/$name.out" >&2
-    sed 's/^/  stderr: /' "$out/$name.err" >&2
-  fi
-}
-has() { grep -qE -- "$2" "$out/$1" || fail "$1 does not match '$2': $(head -c 300 "$out/$1")"; }
+. "$(dirname "${BASH_SOURCE[0]}")/tool_test_lib.sh"
 json_field() { grep -oE "\"$2\":[0-9]+" "$out/$1" | head -1 | cut -d: -f2; }
 
 # A trace of 3000 operations: buffers of 1 KiB to 2 MiB, at most 40 live.

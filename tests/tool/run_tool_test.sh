@@ -11,29 +11,7 @@ if [ "$#" -ne 2 ]; then
 fi
 dao=$1
 version=$2
-out=$(mktemp -d)
-trap 'rm -rf "$out"' EXIT
-
-failures=0
-fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
-# run <name> <expected-status> [VAR=value ...] -- args...: runs the tool with
-# a clean libdao environment, keeps stdout/stderr in $out/<name>.{out,err}.
-run() {
-  local name=$1 want=$2 status=0
-  shift 2
-  local env=()
-  while [ "$1" != "--" ]; do env+=("$1"); shift; done
-  shift
-  env -u DAO_SIM_DEVICES -u DAO_SIM_COSTS -u DAO_ALLOCATOR -u DAO_ALLOC_CONF -u DAO_ALLOCATOR_SIM \
-    -u DAO_ALLOC_CONF_SIM -u DAO_ALLOCATOR_CPU -u DAO_ALLOC_CONF_CPU "${env[@]}" \
-    "$dao" "$@" > "$out/$name.out" 2> "$out/$name.err" || status=$?
-  if [ "$status" -ne "$want" ]; then
-    fail "dao $* (${env[*]}): exit status $status, expected $want"
-    sed 's/^/  stdout: /' "$out/$name.out" >&2
-    sed 's/^/  stderr: /' "$out/$name.err" >&2
-  fi
-}
-has() { grep -qE -- "$2" "$out/$1" || fail "$1 does not match '$2'"; }
+. "$(dirname "${BASH_SOURCE[0]}")/tool_test_lib.sh"
 empty() { [ ! -s "$out/$1" ] || fail "$1 is not empty: $(head -c 200 "$out/$1")"; }
 
 # dao info: every kind, the version, the default allocator.

@@ -20,8 +20,7 @@ dao=$1
 here=$2
 artifacts=$3
 mkdir -p "$artifacts"
-out=$(mktemp -d)
-trap 'rm -rf "$out"' EXIT
+. "$(dirname "${BASH_SOURCE[0]}")/tool_test_lib.sh"
 
 browser=""
 for b in chromium chromium-browser google-chrome; do
@@ -36,8 +35,6 @@ fi
 flags=(--headless --no-sandbox --disable-gpu --disable-dev-shm-usage --no-first-run
   --disable-extensions --user-data-dir="$out/profile" --virtual-time-budget=20000)
 
-failures=0
-fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
 
 # The inputs: a trace from a lifetime CSV (no segments: packed rows), one
 # from a PyTorch snapshot pickle (segments, streams, stacks, an OOM), a dao
