@@ -240,14 +240,14 @@ if [ $torch = 1 ]; then
       continue
     fi
     [ $rc = 0 ] || failed=1
-    lines=$(printf '%s\n' "$step_out" | grep '^gpu-torch: .*step_ms=' || true)
+    lines=$(printf '%s\n' "$step_out" | grep '^gpu-torch: .*\(step_ms=\|captured=\)' || true)
     if [ -z "$lines" ]; then
       row "torch" "$kind${conf:+ expandable}: $(status_word $rc)" "$(printf '%s' "$step_out" | tail -n 1 | cut -c1-80)" ""
     fi
     while read -r l; do
       [ -n "$l" ] || continue
       model=$(printf '%s' "$l" | awk '{print $2}')
-      figs=$(printf '%s' "$l" | grep -o 'step_ms=[0-9.]*\|peak_reserved_gib=[0-9.]*' | tr '\n' ' ')
+      figs=$(printf '%s' "$l" | grep -o 'step_ms=[0-9.]*\|peak_reserved_gib=[0-9.]*\|captured=[a-z]*\|replay_matches=[A-Za-z]*' | tr '\n' ' ')
       row "torch" "$model $kind${conf:+ expandable}" "$figs" ""
     done <<<"$lines"
   done
