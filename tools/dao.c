@@ -65,23 +65,6 @@ static char *report_failure(dao_status s, const char *call) {
   return copy_string(message);
 }
 
-/* "512 B", "1.5 MiB", "125.7 GiB". */
-static void format_bytes(size_t bytes, char *out, size_t out_size) {
-  static const char *const units[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
-  double value;
-  int unit = 0;
-  if (bytes < 1024) {
-    snprintf(out, out_size, "%lu B", (unsigned long)bytes);
-    return;
-  }
-  value = (double)bytes / 1024.0;
-  while (value >= 1024.0 && unit < 5) {
-    value /= 1024.0;
-    ++unit;
-  }
-  snprintf(out, out_size, "%.1f %s", value, units[unit]);
-}
-
 /* The variable among `DAO_<base>_<KIND>` and `DAO_<base>` that the library
    reads for `kind` (the first one set and not empty), or NULL. */
 static const char *env_source(const char *base, dao_place_kind kind, char *buf, size_t buf_size) {
@@ -99,25 +82,6 @@ static const char *env_source(const char *base, dao_place_kind kind, char *buf, 
     return buf;
   }
   return NULL;
-}
-
-static void json_string(const char *s) {
-  putchar('"');
-  for (; s != NULL && *s != '\0'; ++s) {
-    unsigned char c = (unsigned char)*s;
-    if (c == '"' || c == '\\') {
-      printf("\\%c", c);
-    } else if (c == '\n') {
-      fputs("\\n", stdout);
-    } else if (c == '\t') {
-      fputs("\\t", stdout);
-    } else if (c < 0x20) {
-      printf("\\u%04x", c);
-    } else {
-      putchar(c);
-    }
-  }
-  putchar('"');
 }
 
 /* ------------------------------------------------------------------------ */
@@ -307,8 +271,8 @@ static void print_kind_text(const kind_info *k) {
     const device_info *d = &k->devices[i];
     snprintf(label, sizeof label, "%s:%d", k->name, i);
     if (d->ok) {
-      format_bytes(d->total_bytes, total, sizeof total);
-      format_bytes(d->free_bytes, avail, sizeof avail);
+      dao_tool_format_bytes((double)d->total_bytes, total, sizeof total);
+      dao_tool_format_bytes((double)d->free_bytes, avail, sizeof avail);
       printf("  %-10s %s total, %s free", label, total, avail);
     } else {
       printf("  %-10s memory unknown: %s", label, d->error);
@@ -321,25 +285,25 @@ static void print_kind_text(const kind_info *k) {
 static void print_kind_json(const kind_info *k) {
   int i;
   printf("    {\"kind\": ");
-  json_string(k->name);
+  dao_tool_json_string(stdout, k->name);
   printf(", \"id\": %d, \"device_count\": ", (int)k->kind);
   if (k->count_ok) {
     printf("%d", k->count);
   } else {
     printf("null, \"error\": ");
-    json_string(k->count_error);
+    dao_tool_json_string(stdout, k->count_error);
   }
   printf(",\n     \"backend\": ");
-  json_string(k->backend);
+  dao_tool_json_string(stdout, k->backend);
   printf(",\n     \"default_strategy\": ");
-  if (k->strategy != NULL) json_string(k->strategy);
+  if (k->strategy != NULL) dao_tool_json_string(stdout, k->strategy);
   else printf("null");
   printf(", \"default_config\": ");
-  if (k->config != NULL) json_string(k->config);
+  if (k->config != NULL) dao_tool_json_string(stdout, k->config);
   else printf("null");
   if (k->kind == DAO_PLACE_SIM) {
     printf(", \"cost_profile\": ");
-    if (k->profile != NULL) json_string(k->profile);
+    if (k->profile != NULL) dao_tool_json_string(stdout, k->profile);
     else printf("null");
   }
   printf(",\n     \"devices\": [");
@@ -351,16 +315,16 @@ static void print_kind_json(const kind_info *k) {
              (unsigned long)d->free_bytes);
     } else {
       printf(", \"error\": ");
-      json_string(d->error);
+      dao_tool_json_string(stdout, d->error);
     }
     printf(", \"effective_config\": ");
     if (d->effective != NULL) {
-      json_string(d->effective);
+      dao_tool_json_string(stdout, d->effective);
     } else {
       printf("null");
       if (d->effective_error != NULL) {
         printf(", \"effective_config_error\": ");
-        json_string(d->effective_error);
+        dao_tool_json_string(stdout, d->effective_error);
       }
     }
     printf("}");
@@ -377,9 +341,9 @@ static int command_info(int json) {
 
   if (json) {
     printf("{\n  \"version\": ");
-    json_string(dao_version_string());
+    dao_tool_json_string(stdout, dao_version_string());
     printf(",\n  \"version_number\": %u,\n  \"header_version\": ", lib);
-    json_string(DAO_VERSION_STRING);
+    dao_tool_json_string(stdout, DAO_VERSION_STRING);
     printf(",\n  \"kinds\": [\n");
     for (k = 0; k < DAO_PLACE_KIND_COUNT; ++k) {
       print_kind_json(&kinds[k]);
@@ -471,26 +435,19 @@ static void usage_info(FILE *out) {
           program);
 }
 
-static int bad_usage(const char *what, const char *arg, const char *help) {
-  fprintf(stderr, "%s: %s '%s'\nTry '%s' for more information.\n", program, what, arg, help);
-  return EXIT_USAGE;
-}
-
-static int is_help(const char *arg) { return strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0; }
-
 static int main_info(int argc, char **argv) {
   int json = 0;
   int i;
   for (i = 0; i < argc; ++i) {
-    if (is_help(argv[i])) {
+    if (dao_tool_is_help(argv[i])) {
       usage_info(stdout);
       return EXIT_SUCCESS;
     } else if (strcmp(argv[i], "--json") == 0) {
       json = 1;
     } else if (argv[i][0] == '-') {
-      return bad_usage("info: unknown option", argv[i], "dao info --help");
+      return dao_tool_bad_usage("info: unknown option", argv[i], "dao info --help");
     } else {
-      return bad_usage("info: unexpected argument", argv[i], "dao info --help");
+      return dao_tool_bad_usage("info: unexpected argument", argv[i], "dao info --help");
     }
   }
   return command_info(json);
@@ -503,12 +460,12 @@ int main(int argc, char **argv) {
     return EXIT_USAGE;
   }
   command = argv[1];
-  if (is_help(command)) {
+  if (dao_tool_is_help(command)) {
     usage(stdout);
     return EXIT_SUCCESS;
   }
   if (strcmp(command, "-V") == 0 || strcmp(command, "--version") == 0) {
-    if (argc > 2) return bad_usage("unexpected argument", argv[2], "dao --help");
+    if (argc > 2) return dao_tool_bad_usage("unexpected argument", argv[2], "dao --help");
     printf("dao %s (libdao %s)\n", DAO_VERSION_STRING, dao_version_string());
     return EXIT_SUCCESS;
   }
@@ -541,13 +498,13 @@ int main(int argc, char **argv) {
       usage(stdout);
       return EXIT_SUCCESS;
     }
-    return bad_usage("help: unknown command", argv[2], "dao --help");
+    return dao_tool_bad_usage("help: unknown command", argv[2], "dao --help");
   }
   if (strcmp(command, "info") == 0) return main_info(argc - 2, argv + 2);
   if (strcmp(command, "convert") == 0) return dao_command_convert(argc - 2, argv + 2);
   if (strcmp(command, "view") == 0) return dao_command_view(argc - 2, argv + 2);
   if (strcmp(command, "replay") == 0) return dao_main_replay(argc - 2, argv + 2);
   if (strcmp(command, "plan") == 0) return dao_main_plan(argc - 2, argv + 2);
-  if (command[0] == '-') return bad_usage("unknown option", command, "dao --help");
-  return bad_usage("unknown command", command, "dao --help");
+  if (command[0] == '-') return dao_tool_bad_usage("unknown option", command, "dao --help");
+  return dao_tool_bad_usage("unknown command", command, "dao --help");
 }

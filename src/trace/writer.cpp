@@ -68,6 +68,12 @@ class out_buffer {
     *p++ = ':';
     len_ = static_cast<std::size_t>(p - data_.get());
   }
+  // ,"key":v (an integer field)
+  template <std::size_t N>
+  void num(const char (&k)[N], std::uint64_t v) {
+    key(k);
+    u64(v);
+  }
   // A JSON string, quoted and escaped.
   void str(const char* s) {
     static const char hex[] = "0123456789abcdef";
@@ -228,8 +234,7 @@ class writer {
     const std::uint64_t lost = lost_total() - r_.lost_base;
     if (lost != reported_lost_) {
       begin("lost", last_t_);
-      out_.key("count");
-      out_.u64(lost - reported_lost_);
+      out_.num("count", lost - reported_lost_);
       end();
       reported_lost_ = lost;
     }
@@ -244,10 +249,8 @@ class writer {
   void finish() {
     begin("end", last_t_);
     const std::uint64_t records = r_.written.load(std::memory_order_relaxed) + 1;
-    out_.key("records");
-    out_.u64(records);
-    out_.key("lost");
-    out_.u64(lost_total() - r_.lost_base);
+    out_.num("records", records);
+    out_.num("lost", lost_total() - r_.lost_base);
     end();
     write_out();
   }
@@ -310,16 +313,14 @@ class writer {
     declared_allocators_.insert(id);
     places_[id] = info.place;
     begin("allocator", t);
-    out_.key("id");
-    out_.u64(id);
+    out_.num("id", id);
     out_.key("place");
     out_.str(info.place.c_str());
     out_.key("strategy");
     out_.str(info.strategy.c_str());
     out_.key("config");
     out_.str(info.config.c_str());
-    out_.key("capacity");
-    out_.u64(info.capacity);
+    out_.num("capacity", info.capacity);
     end();
   }
 
@@ -327,13 +328,11 @@ class writer {
                       std::uint64_t t) {
     if (id == 0 || !declared_streams_.insert(id)) return;
     begin("stream", t);
-    out_.key("id");
-    out_.u64(id);
+    out_.num("id", id);
     out_.key("place");
     const auto p = places_.find(allocator);
     out_.str(p != places_.end() ? p->second.c_str() : "");
-    out_.key("handle");
-    out_.u64(handle);
+    out_.num("handle", handle);
     end();
   }
 
@@ -352,8 +351,7 @@ class writer {
     while (first + 1 < frames.size() && in_libdao(frames[first])) ++first;
     frames.erase(frames.begin(), frames.begin() + static_cast<std::ptrdiff_t>(first));
     begin("stack", t);
-    out_.key("id");
-    out_.u64(id_plus_one - 1);
+    out_.num("id", id_plus_one - 1);
     out_.lit(",\"frames\":[");
     for (std::size_t i = 0; i < frames.size(); ++i) {
       if (i != 0) out_.ch(',');
@@ -386,55 +384,41 @@ class writer {
         if (what == kind::alloc) begin("alloc", t);
         else if (what == kind::free) begin("free", t);
         else begin("use", t);
-        out_.key("a");
-        out_.u64(c.allocator);
+        out_.num("a", c.allocator);
         out_.key("ptr");
         out_.addr(c.ptr);
         if (what == kind::alloc) {
-          out_.key("size");
-          out_.u64(c.size);
-          out_.key("req");
-          out_.u64(c.req);
+          out_.num("size", c.size);
+          out_.num("req", c.req);
         }
-        out_.key("s");
-        out_.u64(c.stream);
+        out_.num("s", c.stream);
         if (c.stack != 0) {
-          out_.key("st");
-          out_.u64(c.stack - 1);
+          out_.num("st", c.stack - 1);
         }
-        out_.key("tid");
-        out_.u64(tid);
+        out_.num("tid", tid);
         break;
       case kind::map:
       case kind::unmap:
         if (what == kind::map) begin("map", t);
         else begin("unmap", t);
-        out_.key("a");
-        out_.u64(c.allocator);
+        out_.num("a", c.allocator);
         out_.key("addr");
         out_.addr(c.ptr);
-        out_.key("size");
-        out_.u64(c.size);
+        out_.num("size", c.size);
         break;
       case kind::oom:
         begin("oom", t);
-        out_.key("a");
-        out_.u64(c.allocator);
-        out_.key("size");
-        out_.u64(c.size);
-        out_.key("s");
-        out_.u64(c.stream);
-        out_.key("free");
-        out_.u64(c.req);
+        out_.num("a", c.allocator);
+        out_.num("size", c.size);
+        out_.num("s", c.stream);
+        out_.num("free", c.req);
         out_.key("msg");
         out_.str(take_text(c.extra).c_str());
         break;
       case kind::trim:
         begin("trim", t);
-        out_.key("a");
-        out_.u64(c.allocator);
-        out_.key("released");
-        out_.u64(c.size);
+        out_.num("a", c.allocator);
+        out_.num("released", c.size);
         break;
       case kind::mark:
         begin("mark", t);
