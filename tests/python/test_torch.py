@@ -92,7 +92,11 @@ class TorchUse(unittest.TestCase):
                          before["allocation.all.current"])
         self.assertGreater(dao.torch.empty_cache(device), 0)
         dao.torch.reset_peak_memory_stats(device)
+        failed = dao.torch.entry_point_stats()["failed_mallocs"]
         self.assertEqual(torch.cuda._allocate(1 << 40, device), 0, "OOM gives NULL")
+        e = dao.torch.entry_point_stats()
+        self.assertEqual(e["kind"], "sim")
+        self.assertEqual(e["failed_mallocs"], failed + 1, "the entry points count the failure")
 
     def test_too_late(self):
         torch.cuda._allocate(1024)  # PyTorch's own allocator served a tensor

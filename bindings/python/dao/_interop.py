@@ -3,11 +3,12 @@
 them fails only there, with a clear dao.Error), the config of the default
 allocators they use, and statistics of those allocators."""
 
+import ctypes
 import os
 import sys
 
 from . import _capi
-from ._lib import load
+from ._lib import check, load
 from .allocator import Allocator
 from .errors import InvalidStateError, NotFoundError
 from .place import Place, default_config
@@ -172,3 +173,17 @@ def empty_cache(device=None):
     """Give libdao's cached memory of a device back to the driver, as
     ``torch.cuda.empty_cache()`` would; returns the bytes released."""
     return allocator(device).trim()
+
+
+def entry_point_stats():
+    """What the C entry points (dao_pluggable_*, dao_cupy_*) hold and have
+    done, from dao_interop_get_stats(): a dict of kind (the place kind they
+    serve, "cuda" or "sim"), cached_streams, idle_streams, streams_wrapped,
+    streams_evicted, streams_retired, failed_mallocs and failed_frees."""
+    s = _capi.dao_interop_stats()
+    s.struct_size = ctypes.sizeof(s)
+    lib = load()
+    check(lib.dao_interop_get_stats(ctypes.byref(s)))
+    out = {name: getattr(s, name) for name, _ in s._fields_ if name not in ("struct_size", "kind")}
+    out["kind"] = lib.dao_place_kind_name(s.kind).decode()
+    return out

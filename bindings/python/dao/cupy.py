@@ -95,3 +95,4 @@ memory_stats = _interop.memory_stats
 memory_summary = _interop.memory_summary
 snapshot = _interop.snapshot
 empty_cache = _interop.empty_cache
+entry_point_stats = _interop.entry_point_stats
