@@ -62,10 +62,12 @@ typedef struct options {
   uint64_t slots;
   uint64_t reps;
   uint64_t seed;
-  const char *only;           /* comma-separated row keys, or NULL for all */
-  int recording;              /* --recording: the recording-cost table only */
-  const char *child;          /* internal: run one preloaded row and report on stdout */
-  const char *caching_config; /* config string of the caching rows, or NULL */
+  const char *only;             /* comma-separated row keys, or NULL for all */
+  int recording;                /* --recording: the recording-cost table only */
+  const char *child;            /* internal: run one preloaded row and report on stdout */
+  const char *caching_config;   /* config string of the caching rows, or NULL */
+  const char *trace_options[4]; /* --trace-options (repeatable), or none: the defaults */
+  int trace_option_count;
 } options;
 
 static void usage(FILE *out, const char *prog) {
@@ -92,6 +94,9 @@ static void usage(FILE *out, const char *prog) {
           "  --recording only the cost of recording the memory history (issue 18):\n"
           "              the caching and buddy rows with dao_trace_start() off and on;\n"
           "              also printed at the end of a full run (no --only)\n"
+          "  --trace-options STR  dao_trace_start() options of the recording rows\n"
+          "              (repeat for several, at most 4; \"\" is the defaults), default:\n"
+          "              the defaults, then ring=256MiB (a ring that holds a repetition)\n"
           "  --help      this text\n"
           "\n"
           "Exit status: 0 ok (timings never fail a run), 1 an allocator failed, 2 bad flags.\n",
@@ -140,6 +145,7 @@ static void parse_options(int argc, char **argv, options *o) {
   o->child = NULL;
   o->caching_config = NULL;
   o->recording = 0;
+  o->trace_option_count = 0;
   for (int i = 1; i < argc; ++i) {
     const char *arg = argv[i];
     if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
@@ -155,8 +161,9 @@ static void parse_options(int argc, char **argv, options *o) {
       continue;
     }
     /* Flags with a value: "--flag N" or "--flag=N". */
-    static const char *const valued[] = {"--steps", "--slots", "--reps",          "--seed",
-                                         "--only",  "--child", "--caching-config"};
+    static const char *const valued[] = {"--steps",          "--slots",        "--reps",
+                                         "--seed",           "--only",         "--child",
+                                         "--caching-config", "--trace-options"};
     const char *value = NULL;
     const char *flag =
         match_valued_flag(prog, argc, argv, &i, valued, sizeof valued / sizeof valued[0], &value);
@@ -189,6 +196,9 @@ static void parse_options(int argc, char **argv, options *o) {
       o->only = value;
     } else if (strcmp(flag, "--caching-config") == 0) {
       o->caching_config = value;
+    } else if (strcmp(flag, "--trace-options") == 0) {
+      if (o->trace_option_count == 4) bad_flag(prog, "--trace-options: at most 4");
+      o->trace_options[o->trace_option_count++] = value;
     } else { /* --child, internal */
       if (strcmp(value, "jemalloc") != 0 && strcmp(value, "mimalloc") != 0)
         bad_flag(prog, "--child: unknown allocator '%s'", value);
@@ -828,12 +838,15 @@ static void print_recording_cost(const options *o, const workload *w) {
   /* the defaults (a 1 MiB ring: a loop this tight outruns any writer, so
      records are dropped and counted), then a ring that holds a whole
      repetition with the writer's clock: what a record costs when kept */
-  static const char *const trace_options[2] = {"", "ring=256MiB,clock=coarse"};
+  static const char *const default_options[2] = {"", "clock=tsc"};
+  const char *const *trace_options =
+      o->trace_option_count != 0 ? o->trace_options : default_options;
+  const int variants = o->trace_option_count != 0 ? o->trace_option_count : 2;
   void **live = xcalloc(w->slots, sizeof *live);
   printf("\nrecording the memory history (dao_trace_start to /dev/null), ns/pair:\n");
   printf("%-44s %9s %9s %9s %12s\n", "allocator, trace options", "off", "on", "added",
          "lost records");
-  for (int k = 0; k < 4; ++k) {
+  for (int k = 0; k < 2 * variants; ++k) {
     const char *strategy = strategies[k % 2];
     const char *topts = trace_options[k / 2];
     row off, on;

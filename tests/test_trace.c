@@ -46,8 +46,8 @@ typedef struct op {
   size_t req;
 } op;
 
-static void round_trip(void **state) {
-  (void)state;
+/* Records, reads back and compares, in the encoding `options` selects. */
+static void round_trip_with(const char *options, const char *name) {
   enum { N = 400, LIVE = 32 };
   static op ops[2 * N];
   void *live[LIVE] = {0};
@@ -57,11 +57,11 @@ static void round_trip(void **state) {
   dao_stream s;
   dao_allocator_stats st;
   dao_trace t;
-  const char *path = trace_path("round_trip");
+  const char *path = trace_path(name);
   uint64_t cur = 0, peak = 0;
   size_t released = 0;
 
-  assert_ok(dao_trace_start(path, "flush_ms=10"));
+  assert_ok(dao_trace_start(path, options));
   assert_ok(dao_allocator_create(dao_place_sim(0), "caching", NULL, &a));
   assert_ok(dao_stream_create(dao_place_sim(0), &s));
   for (i = 0; i < N; ++i) {
@@ -164,6 +164,119 @@ static void round_trip(void **state) {
     assert_int_equal(ts.lost, 0);
   }
   dao_trace_free(&t);
+  remove(path);
+}
+
+static void round_trip(void **state) {
+  (void)state;
+  round_trip_with("flush_ms=10", "round_trip"); /* the binary encoding */
+}
+
+static void round_trip_jsonl(void **state) {
+  (void)state;
+  round_trip_with("flush_ms=10,format=jsonl,clock=tsc", "round_trip_jsonl");
+}
+
+/* The reader on hand-made files of the binary encoding: a frame cut short
+   (a killed writer) is ignored and flagged, a foreign tag or a record frame
+   of a wrong length is an error naming the byte, a record kind the reader
+   does not know is counted and skipped, an unknown encoding is refused. */
+static void write_bytes(const char *path, const void *data, size_t n) {
+  FILE *f = fopen(path, "wb");
+  assert_non_null(f);
+  assert_int_equal(fwrite(data, 1, n, f), n);
+  assert_int_equal(fclose(f), 0);
+}
+
+static size_t put_record(unsigned char *b, uint64_t t, uint64_t ptr, uint64_t size, unsigned kind) {
+  size_t i;
+  memset(b, 0, 48);
+  for (i = 0; i < 8; ++i) {
+    b[i] = (unsigned char)(t >> (8 * i));
+    b[8 + i] = (unsigned char)(ptr >> (8 * i));
+    b[16 + i] = (unsigned char)(size >> (8 * i));
+    b[24 + i] = (unsigned char)(size >> (8 * i));
+  }
+  b[32] = 1; /* allocator 1 */
+  b[44] = (unsigned char)kind;
+  b[45] = 1; /* tid 1 */
+  return 48;
+}
+
+static void binary_encoding_bad_input(void **state) {
+  (void)state;
+  static const char header[] =
+      "{\"format\":\"dao-trace\",\"version\":1,\"libdao\":\"0\",\"pid\":1,\"clock\":"
+      "\"monotonic\",\"start_ns\":0,\"encoding\":\"binary\",\"source\":\"recorded\"}\n";
+  static const char decl[] =
+      "{\"k\":\"allocator\",\"t\":0,\"id\":1,\"place\":\"cpu\",\"strategy\":\"buddy\","
+      "\"config\":\"\",\"capacity\":0}\n";
+  unsigned char buf[1024];
+  size_t n = 0, frame;
+  const char *path = trace_path("binary_bad");
+  char err[512];
+  dao_trace t;
+
+  memcpy(buf, header, sizeof header - 1);
+  n = sizeof header - 1;
+  /* a J frame with the declaration */
+  buf[n] = 'J';
+  buf[n + 1] = buf[n + 2] = buf[n + 3] = 0;
+  buf[n + 4] = (unsigned char)(sizeof decl - 1);
+  buf[n + 5] = buf[n + 6] = buf[n + 7] = 0;
+  memcpy(buf + n + 8, decl, sizeof decl - 1);
+  n += 8 + sizeof decl - 1;
+  /* an R frame: alloc, an unknown kind (200), free */
+  frame = n;
+  memcpy(buf + n, "R\0\0\0", 4);
+  buf[n + 4] = 3 * 48;
+  buf[n + 5] = buf[n + 6] = buf[n + 7] = 0;
+  n += 8;
+  n += put_record(buf + n, 5, 4096, 256, 0);
+  n += put_record(buf + n, 6, 0, 0, 200);
+  n += put_record(buf + n, 7, 4096, 0, 1);
+
+  write_bytes(path, buf, n);
+  read_trace(path, &t);
+  assert_int_equal(t.count, 2);
+  assert_int_equal(t.records[0].kind, DAO_TR_ALLOC);
+  assert_int_equal(t.records[0].size, 256);
+  assert_int_equal(t.records[0].tid, 1);
+  assert_int_equal(t.records[0].stack, DAO_TR_NONE);
+  assert_int_equal(t.records[1].kind, DAO_TR_FREE);
+  assert_int_equal(t.records[1].match, 0);
+  assert_int_equal(t.unknown_kinds, 1);
+  assert_int_equal(t.allocator_count, 1);
+  assert_int_equal(t.incomplete_last_line, 0);
+  dao_trace_free(&t);
+
+  /* cut inside the last record: the frame is ignored and flagged */
+  write_bytes(path, buf, n - 10);
+  read_trace(path, &t);
+  assert_int_equal(t.count, 0);
+  assert_int_equal(t.incomplete_last_line, 1);
+  dao_trace_free(&t);
+
+  /* a record frame whose length is not a multiple of 48 */
+  buf[frame + 4] = 3 * 48 - 1;
+  write_bytes(path, buf, n - 1);
+  assert_int_equal(dao_trace_read(path, &t, err, sizeof err, NULL, NULL), -1);
+  assert_non_null(strstr(err, "not a multiple of 48"));
+  assert_null(t.records);
+  buf[frame + 4] = 3 * 48;
+
+  /* a foreign tag */
+  buf[frame] = 'X';
+  write_bytes(path, buf, n);
+  assert_int_equal(dao_trace_read(path, &t, err, sizeof err, NULL, NULL), -1);
+  assert_non_null(strstr(err, "not a frame"));
+  buf[frame] = 'R';
+
+  /* an encoding this reader does not know */
+  memcpy(buf + (strstr(header, "binary") - header), "binarz", 6);
+  write_bytes(path, buf, n);
+  assert_int_equal(dao_trace_read(path, &t, err, sizeof err, NULL, NULL), -1);
+  assert_non_null(strstr(err, "unknown \"encoding\""));
   remove(path);
 }
 
@@ -527,6 +640,8 @@ static int env_main(void) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(round_trip),
+      cmocka_unit_test(round_trip_jsonl),
+      cmocka_unit_test(binary_encoding_bad_input),
       cmocka_unit_test(place_defaults_and_buddy),
       cmocka_unit_test(stacks_when_asked),
       cmocka_unit_test(tiny_ring_counts_lost),

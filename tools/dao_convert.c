@@ -1,16 +1,18 @@
 /*
- * dao convert INPUT -o TRACE [--from lifetime-csv|torch-snapshot|ops-jsonl]
+ * dao convert INPUT -o TRACE [--from lifetime-csv|torch-snapshot|ops-jsonl|dao-trace]
  *
  * Imports the memory histories users already have into libdao's trace format
  * (docs/trace-format.md, version 1): lifetime CSVs (`id,lower,upper,size`),
  * PyTorch memory snapshots with history (the pickle of
  * torch.cuda.memory._dump_snapshot, read without Python) and the op traces
- * of ../shared/traces/ops. C99, public API only.
+ * of ../shared/traces/ops; and libdao's own traces in the recorder's binary
+ * encoding, to JSON Lines. C99, public API only.
  */
 #include <dao.h>
 
 #include "dao_tool.h"
 #include "pickle_reader.h"
+#include "trace_reader.h"
 #include "tool_value.h"
 
 #include <ctype.h>
@@ -631,6 +633,128 @@ out:
 }
 
 /* ------------------------------------------------------------------------ */
+/* A libdao trace (the recorder's binary encoding) to JSON Lines            */
+/* ------------------------------------------------------------------------ */
+
+static void dao_progress(size_t done, size_t total, void *user) {
+  dao_tool_progress_update((dao_tool_progress *)user, (double)done, (double)total, "bytes");
+}
+
+static void w_str_field(writer *w, const char *key, const char *value) {
+  fprintf(w->f, ",\"%s\":", key);
+  dao_tool_json_string(w->f, value != NULL ? value : "");
+}
+
+/* The same records, times and tables, one JSON object a line: what `jq`
+   and other languages read without the binary decoder. Definitions come
+   first; the input's own `end` is replaced by the one every conversion
+   ends with. */
+static int convert_dao(const char *input, writer *w, convert_result *r,
+                       dao_tool_progress *progress) {
+  dao_trace t;
+  char err[512];
+  size_t i, k;
+  uint64_t first_t;
+  if (dao_trace_read(input, &t, err, sizeof err, dao_progress, progress) != 0)
+    return dao_tool_bad_input(cmd, input, "%s", err);
+  r->rows = t.count;
+  r->unmatched = t.unmatched;
+  r->skipped = t.unknown_kinds;
+  r->truncated_last_line = t.incomplete_last_line;
+  r->stacks = t.stack_count;
+  r->devices = t.allocator_count;
+  fprintf(w->f, "{\"format\":\"dao-trace\",\"version\":1,\"libdao\":");
+  dao_tool_json_string(w->f, t.libdao);
+  fprintf(w->f, ",\"pid\":%lld", (long long)t.pid);
+  w_str_field(w, "clock", t.clock);
+  fprintf(w->f, ",\"start_ns\":%llu", (unsigned long long)t.start_ns);
+  w_str_field(w, "source", t.source);
+  fputs("}\n", w->f);
+  first_t = t.count != 0 ? t.records[0].t : 0;
+  w->t = first_t;
+  for (i = 0; i < t.allocator_count; ++i) {
+    const dao_tr_allocator *a = &t.allocators[i];
+    w_begin(w, "allocator");
+    fprintf(w->f, ",\"id\":%u", a->id);
+    w_str_field(w, "place", a->place);
+    w_str_field(w, "strategy", a->strategy);
+    w_str_field(w, "config", a->config);
+    fprintf(w->f, ",\"capacity\":%llu}\n", (unsigned long long)a->capacity);
+    w->t = first_t;
+  }
+  for (i = 0; i < t.stream_count; ++i) {
+    w_begin(w, "stream");
+    fprintf(w->f, ",\"id\":%u", t.streams[i].id);
+    w_str_field(w, "place", t.streams[i].place);
+    fprintf(w->f, ",\"handle\":%llu}\n", (unsigned long long)t.streams[i].handle);
+    w->t = first_t;
+  }
+  for (i = 0; i < t.stack_count; ++i) {
+    w_begin(w, "stack");
+    fprintf(w->f, ",\"id\":%u,\"frames\":[", t.stacks[i].id);
+    for (k = 0; k < t.stacks[i].frame_count; ++k) {
+      if (k != 0) fputc(',', w->f);
+      dao_tool_json_string(w->f, t.stacks[i].frames[k]);
+    }
+    fputs("]}\n", w->f);
+    w->t = first_t;
+  }
+  for (i = 0; i < t.count; ++i) {
+    const dao_tr_record *x = &t.records[i];
+    const char *text = x->text != DAO_TR_NONE ? t.texts[x->text] : "";
+    if (x->kind == DAO_TR_END) continue;
+    w->t = x->t;
+    w_begin(w, dao_tr_kind_name(x->kind));
+    switch (x->kind) {
+      case DAO_TR_ALLOC:
+      case DAO_TR_FREE:
+      case DAO_TR_FREE_DONE:
+      case DAO_TR_USE:
+        fprintf(w->f, ",\"a\":%u", x->alloc);
+        w_addr(w, "ptr", (double)x->ptr);
+        if (x->kind == DAO_TR_ALLOC) {
+          fprintf(w->f, ",\"size\":%llu,\"req\":%llu", (unsigned long long)x->size,
+                  (unsigned long long)x->req);
+          ++w->allocs;
+          w->live += (double)x->size;
+          if (w->live > w->peak) {
+            w->peak = w->live;
+            w->peak_t = x->t;
+          }
+        } else if (x->kind == DAO_TR_FREE && x->match != DAO_TR_NONE) {
+          ++w->frees;
+          w->live -= (double)t.records[x->match].size;
+        }
+        if (x->kind != DAO_TR_FREE_DONE) fprintf(w->f, ",\"s\":%u", x->stream);
+        if (x->stack != DAO_TR_NONE) fprintf(w->f, ",\"st\":%u", x->stack);
+        if (x->tid != 0) fprintf(w->f, ",\"tid\":%u", x->tid);
+        break;
+      case DAO_TR_MAP:
+      case DAO_TR_UNMAP:
+        fprintf(w->f, ",\"a\":%u", x->alloc);
+        w_addr(w, "addr", (double)x->ptr);
+        fprintf(w->f, ",\"size\":%llu", (unsigned long long)x->size);
+        break;
+      case DAO_TR_OOM:
+        fprintf(w->f, ",\"a\":%u,\"size\":%llu,\"s\":%u,\"free\":%llu", x->alloc,
+                (unsigned long long)x->size, x->stream, (unsigned long long)x->req);
+        w_str_field(w, "msg", text);
+        break;
+      case DAO_TR_TRIM:
+        fprintf(w->f, ",\"a\":%u,\"released\":%llu", x->alloc, (unsigned long long)x->size);
+        break;
+      case DAO_TR_LOST: fprintf(w->f, ",\"count\":%llu", (unsigned long long)x->size); break;
+      case DAO_TR_MARK: w_str_field(w, "text", text); break;
+      default: break;
+    }
+    fputs("}\n", w->f);
+  }
+  w->t = t.count != 0 ? t.records[t.count - 1].t : first_t;
+  dao_trace_free(&t);
+  return 0;
+}
+
+/* ------------------------------------------------------------------------ */
 /* Command line                                                             */
 /* ------------------------------------------------------------------------ */
 
@@ -653,6 +777,9 @@ void dao_usage_convert(FILE *out) {
           "                  Python or PyTorch.\n"
           "  ops-jsonl       the op traces of ../shared/traces/ops ({\"ev\":\"alloc\"|\n"
           "                  \"free\"|\"op\", ...}): storages become allocations.\n"
+          "  dao-trace       a libdao trace, either encoding (the recorder writes the\n"
+          "                  binary one): the same records and times as JSON Lines,\n"
+          "                  for jq and other languages.\n"
           "\n"
           "Options:\n"
           "  -o, --output TRACE  The trace to write (required; '-' for stdout).\n"
@@ -669,7 +796,10 @@ void dao_usage_convert(FILE *out) {
 /* The input's format from its first bytes, or NULL. */
 static const char *detect(const char *data, size_t len) {
   size_t i = 0;
+  static const char dao_header[] = "{\"format\":\"dao-trace\"";
   if (pickle_looks_like((const unsigned char *)data, len)) return "torch-snapshot";
+  if (len >= sizeof dao_header - 1 && memcmp(data, dao_header, sizeof dao_header - 1) == 0)
+    return "dao-trace";
   while (i < len && (data[i] == ' ' || data[i] == '\t' || data[i] == '\r' || data[i] == '\n')) ++i;
   if (i < len && data[i] == '{') {
     const char *nl = (const char *)memchr(data + i, '\n', len - i);
@@ -727,7 +857,7 @@ int dao_command_convert(int argc, char **argv) {
   if (output == NULL)
     return dao_tool_bad_usage("convert: missing", "-o TRACE", "dao convert --help");
   if (from != NULL && strcmp(from, "lifetime-csv") != 0 && strcmp(from, "torch-snapshot") != 0 &&
-      strcmp(from, "ops-jsonl") != 0)
+      strcmp(from, "ops-jsonl") != 0 && strcmp(from, "dao-trace") != 0)
     return dao_tool_bad_usage("convert: unknown format", from, "dao convert --help");
   if (dao_tool_read_file(input, &data, &len, error, sizeof error) != 0)
     return dao_tool_bad_input(cmd, input, "%s", error);
@@ -740,8 +870,8 @@ int dao_command_convert(int argc, char **argv) {
     if (from == NULL) {
       free(data);
       return dao_tool_bad_input(cmd, input,
-                                "unknown format (not a lifetime CSV, a PyTorch snapshot pickle "
-                                "or an ops JSONL trace); name it with --from");
+                                "unknown format (not a lifetime CSV, a PyTorch snapshot pickle, "
+                                "an ops JSONL trace or a libdao trace); name it with --from");
     }
   }
   memset(&w, 0, sizeof w);
@@ -756,6 +886,7 @@ int dao_command_convert(int argc, char **argv) {
   if (strcmp(from, "lifetime-csv") == 0) status = convert_csv(input, data, len, &w, &r, &progress);
   else if (strcmp(from, "ops-jsonl") == 0)
     status = convert_ops(input, data, len, &w, &r, &progress);
+  else if (strcmp(from, "dao-trace") == 0) status = convert_dao(input, &w, &r, &progress);
   else status = convert_torch(input, data, len, &w, &r, &progress);
   dao_tool_progress_end(&progress);
   free(data);

@@ -240,6 +240,7 @@ enum key {
   K_CLOCK,
   K_START_NS,
   K_SOURCE,
+  K_ENCODING,
   K_COUNT_OF_KEYS
 };
 
@@ -247,7 +248,7 @@ static const char *const key_names[K_COUNT_OF_KEYS] = {
     "k",       "t",       "id",     "a",        "ptr",      "addr",     "size",   "req",
     "s",       "st",      "tid",    "count",    "released", "free",     "msg",    "text",
     "records", "lost",    "place",  "strategy", "config",   "capacity", "handle", "frames",
-    "format",  "version", "libdao", "pid",      "clock",    "start_ns", "source"};
+    "format",  "version", "libdao", "pid",      "clock",    "start_ns", "source", "encoding"};
 
 static int key_of(const char *s, size_t n) {
   int i;
@@ -527,209 +528,370 @@ static int add_stack(dao_trace *t, caps *cp, const fields *f) {
   return 0;
 }
 
+/* One read in progress. */
+typedef struct reader {
+  dao_trace *t;
+  caps cp;
+  live_map live;
+  fields f;
+  const char *path;
+  char *err;
+  size_t err_size;
+} reader;
+
+enum { READ_OK = 0, READ_OOM = -1, READ_FAIL = -2 };
+
+/* Appends `r` (its kind's fields set) to the records: an alloc enters the
+   live set, a free / free_done / use is matched to its alloc (or counted
+   and skipped). */
+static int append(reader *rd, dao_tr_record *r) {
+  dao_trace *t = rd->t;
+  switch (r->kind) {
+    case DAO_TR_ALLOC:
+      if (r->ptr == 0 || r->ptr == UINT64_MAX) {
+        set_error(rd->err, rd->err_size, "%s:%u: alloc without a valid \"ptr\"", rd->path,
+                  (unsigned)r->line);
+        return READ_FAIL;
+      }
+      if (live_put(&rd->live, r->ptr, r->alloc, (uint32_t)t->count) != 0) return READ_OOM;
+      break;
+    case DAO_TR_FREE:
+    case DAO_TR_FREE_DONE:
+    case DAO_TR_USE: {
+      size_t slot = live_find(&rd->live, r->ptr, r->alloc);
+      if (slot == (size_t)-1 && r->kind == DAO_TR_FREE_DONE) {
+        /* The free it completes came first and took the block out of the
+           live set: informational, kept without a match. */
+        break;
+      }
+      if (slot == (size_t)-1) {
+        if (t->unmatched++ == 0) t->first_unmatched_line = r->line;
+        return READ_OK; /* skipped */
+      }
+      r->match = rd->live.index[slot];
+      if (r->kind == DAO_TR_FREE) rd->live.keys[slot] = UINT64_MAX; /* tombstone */
+      break;
+    }
+    case DAO_TR_LOST: t->lost += r->size; break;
+    case DAO_TR_END: t->ended = 1; break;
+    default: break;
+  }
+  if (grow((void **)&t->records, &rd->cp.records, t->count + 1, sizeof(dao_tr_record)) != 0)
+    return READ_OOM;
+  t->records[t->count++] = *r;
+  return READ_OK;
+}
+
+/* The header line: sets *binary when the records follow in frames. */
+static int read_header(reader *rd, const char *line, const char *line_end, int *binary) {
+  dao_trace *t = rd->t;
+  fields *f = &rd->f;
+  const char *why = NULL;
+  if (parse_object(line, line_end, f, &why) != 0 || !str_is(f, K_FORMAT, "dao-trace")) {
+    size_t shown = (size_t)(line_end - line) < 60 ? (size_t)(line_end - line) : 60;
+    set_error(rd->err, rd->err_size,
+              "%s:1: not a dao trace (the first line must be a header with "
+              "\"format\":\"dao-trace\"; found '%.*s%s')",
+              rd->path, (int)shown, line, shown < (size_t)(line_end - line) ? "..." : "");
+    return READ_FAIL;
+  }
+  t->version = (int)num_or(f, K_VERSION, 0);
+  if (t->version < 1 || t->version > 1) {
+    set_error(rd->err, rd->err_size,
+              "%s:1: trace format version %d; this reader knows version 1 (a newer libdao "
+              "wrote it?)",
+              rd->path, t->version);
+    return READ_FAIL;
+  }
+  *binary = 0;
+  if (f->v[K_ENCODING].type != V_NONE) {
+    if (str_is(f, K_ENCODING, "binary")) {
+      *binary = 1;
+    } else if (!str_is(f, K_ENCODING, "jsonl")) {
+      set_error(rd->err, rd->err_size,
+                "%s:1: unknown \"encoding\" (this reader knows \"jsonl\" and \"binary\")",
+                rd->path);
+      return READ_FAIL;
+    }
+  }
+  t->libdao = str_copy(f, K_LIBDAO);
+  t->pid = (int64_t)num_or(f, K_PID, 0);
+  t->clock = str_copy(f, K_CLOCK);
+  t->start_ns = num_or(f, K_START_NS, 0);
+  t->source = str_copy(f, K_SOURCE);
+  if (t->libdao == NULL || t->clock == NULL || t->source == NULL) return READ_OOM;
+  return READ_OK;
+}
+
+/* One line after the header (a definition or a record). */
+static int read_line(reader *rd, const char *line, const char *line_end, size_t line_no) {
+  dao_trace *t = rd->t;
+  fields *f = &rd->f;
+  const char *why = NULL;
+  dao_tr_record r;
+  int kind;
+  if (line == line_end) return READ_OK; /* a blank line */
+  if (parse_object(line, line_end, f, &why) != 0) {
+    set_error(rd->err, rd->err_size, "%s:%zu: %s", rd->path, line_no, why);
+    return READ_FAIL;
+  }
+  if (f->v[K_K].type != V_STR || f->v[K_T].type != V_NUM) {
+    set_error(rd->err, rd->err_size, "%s:%zu: a record needs \"k\" (a string) and \"t\" (a number)",
+              rd->path, line_no);
+    return READ_FAIL;
+  }
+  if (str_is(f, K_K, "allocator")) {
+    dao_tr_allocator *a;
+    if (grow((void **)&t->allocators, &rd->cp.allocators, t->allocator_count + 1,
+             sizeof(dao_tr_allocator)) != 0)
+      return READ_OOM;
+    a = &t->allocators[t->allocator_count++];
+    a->id = (uint32_t)num_or(f, K_ID, 0);
+    a->place = str_copy(f, K_PLACE);
+    a->strategy = str_copy(f, K_STRATEGY);
+    a->config = str_copy(f, K_CONFIG);
+    a->capacity = num_or(f, K_CAPACITY, 0);
+    a->line = (uint32_t)line_no;
+    return a->place == NULL || a->strategy == NULL || a->config == NULL ? READ_OOM : READ_OK;
+  }
+  if (str_is(f, K_K, "stream")) {
+    dao_tr_stream *st;
+    if (grow((void **)&t->streams, &rd->cp.streams, t->stream_count + 1, sizeof(dao_tr_stream)) !=
+        0)
+      return READ_OOM;
+    st = &t->streams[t->stream_count++];
+    st->id = (uint32_t)num_or(f, K_ID, 0);
+    st->place = str_copy(f, K_PLACE);
+    st->handle = num_or(f, K_HANDLE, 0);
+    return st->place == NULL ? READ_OOM : READ_OK;
+  }
+  if (str_is(f, K_K, "stack")) {
+    int st = add_stack(t, &rd->cp, f);
+    if (st == -1) return READ_OOM;
+    if (st == -2) {
+      set_error(rd->err, rd->err_size, "%s:%zu: malformed frames", rd->path, line_no);
+      return READ_FAIL;
+    }
+    return READ_OK;
+  }
+  kind = kind_of(&f->v[K_K]);
+  if (kind < 0) {
+    if (t->unknown_kinds++ == 0) t->first_unknown_line = line_no;
+    return READ_OK;
+  }
+  memset(&r, 0, sizeof r);
+  r.t = f->v[K_T].num;
+  r.line = (uint32_t)line_no;
+  r.kind = (uint8_t)kind;
+  r.alloc = (uint32_t)num_or(f, K_A, 0);
+  r.stream = (uint32_t)num_or(f, K_S, 0);
+  r.stack = f->v[K_ST].type == V_NUM ? (uint32_t)f->v[K_ST].num : DAO_TR_NONE;
+  r.tid = (uint32_t)num_or(f, K_TID, 0);
+  r.match = DAO_TR_NONE;
+  r.text = DAO_TR_NONE;
+  switch (kind) {
+    case DAO_TR_ALLOC:
+      r.ptr = num_or(f, K_PTR, 0);
+      r.size = num_or(f, K_SIZE, 0);
+      r.req = num_or(f, K_REQ, r.size);
+      break;
+    case DAO_TR_FREE:
+    case DAO_TR_FREE_DONE:
+    case DAO_TR_USE: r.ptr = num_or(f, K_PTR, 0); break;
+    case DAO_TR_MAP:
+    case DAO_TR_UNMAP:
+      r.ptr = num_or(f, K_ADDR, 0);
+      r.size = num_or(f, K_SIZE, 0);
+      break;
+    case DAO_TR_OOM:
+      r.size = num_or(f, K_SIZE, 0);
+      r.req = num_or(f, K_FREE, 0);
+      if (add_text(t, &rd->cp, f, K_MSG, &r.text) != 0) return READ_OOM;
+      break;
+    case DAO_TR_TRIM: r.size = num_or(f, K_RELEASED, 0); break;
+    case DAO_TR_LOST: r.size = num_or(f, K_COUNT, 0); break;
+    case DAO_TR_MARK:
+      if (add_text(t, &rd->cp, f, K_TEXT, &r.text) != 0) return READ_OOM;
+      break;
+    case DAO_TR_END:
+      r.size = num_or(f, K_RECORDS, 0);
+      r.req = num_or(f, K_LOST, 0);
+      break;
+    default: break;
+  }
+  return append(rd, &r);
+}
+
+static uint64_t get_le(const unsigned char *p, int bytes) {
+  uint64_t v = 0;
+  int i;
+  for (i = bytes - 1; i >= 0; --i) v = v << 8 | p[i];
+  return v;
+}
+
+/* Kinds a binary record may have (docs/trace-format.md). */
+static int binary_kind_known(unsigned k) {
+  return k == DAO_TR_ALLOC || k == DAO_TR_FREE || k == DAO_TR_FREE_DONE || k == DAO_TR_USE ||
+         k == DAO_TR_MAP || k == DAO_TR_UNMAP || k == DAO_TR_TRIM;
+}
+
+/* One 48-byte binary record (see the writer, src/trace/writer.cpp). */
+static int read_binary_record(reader *rd, const unsigned char *b, size_t index) {
+  dao_tr_record r;
+  const uint64_t word = get_le(b + 44, 4);
+  const unsigned kind = (unsigned)(word & 0xFF);
+  const uint32_t stack = (uint32_t)get_le(b + 40, 4);
+  if (!binary_kind_known(kind)) {
+    if (rd->t->unknown_kinds++ == 0) rd->t->first_unknown_line = index;
+    return READ_OK;
+  }
+  memset(&r, 0, sizeof r);
+  r.t = get_le(b, 8);
+  r.ptr = get_le(b + 8, 8);
+  r.size = get_le(b + 16, 8);
+  r.req = get_le(b + 24, 8);
+  r.alloc = (uint32_t)get_le(b + 32, 4);
+  r.stream = (uint32_t)get_le(b + 36, 4);
+  r.stack = stack != 0 ? stack - 1 : DAO_TR_NONE;
+  r.tid = (uint32_t)(word >> 8);
+  r.line = (uint32_t)index;
+  r.kind = (uint8_t)kind;
+  r.match = DAO_TR_NONE;
+  r.text = DAO_TR_NONE;
+  return append(rd, &r);
+}
+
+#define FRAME_HEADER 8
+#define BINARY_RECORD 48
+
+/* The frames after a binary header. `*index` counts lines and records (the
+   `line` of each record). */
+static int read_frames(reader *rd, const char *buf, size_t size, const char *p, size_t *index,
+                       void (*progress)(size_t done, size_t total, void *user), void *user) {
+  const char *end = buf + size;
+  while (p < end) {
+    const unsigned char *h = (const unsigned char *)p;
+    uint64_t len;
+    const char *payload;
+    if ((size_t)(end - p) < FRAME_HEADER) {
+      rd->t->incomplete_last_line = 1; /* a cut-short last frame: ignored */
+      return READ_OK;
+    }
+    len = get_le(h + 4, 4);
+    payload = p + FRAME_HEADER;
+    if ((h[0] != 'J' && h[0] != 'R') || h[1] != 0 || h[2] != 0 || h[3] != 0) {
+      set_error(rd->err, rd->err_size,
+                "%s: byte %zu: not a frame of the binary encoding (tag 0x%02x)", rd->path,
+                (size_t)(p - buf), (unsigned)h[0]);
+      return READ_FAIL;
+    }
+    if ((uint64_t)(end - payload) < len) {
+      rd->t->incomplete_last_line = 1;
+      return READ_OK;
+    }
+    if (h[0] == 'R') {
+      size_t i;
+      if (len % BINARY_RECORD != 0) {
+        set_error(rd->err, rd->err_size,
+                  "%s: byte %zu: a record frame of %llu bytes (not a multiple of %d)", rd->path,
+                  (size_t)(p - buf), (unsigned long long)len, BINARY_RECORD);
+        return READ_FAIL;
+      }
+      for (i = 0; i < len / BINARY_RECORD; ++i) {
+        int rc;
+        if (++*index > UINT32_MAX - 1) {
+          set_error(rd->err, rd->err_size, "%s: more than 2^32 records", rd->path);
+          return READ_FAIL;
+        }
+        rc = read_binary_record(rd, (const unsigned char *)payload + i * BINARY_RECORD, *index);
+        if (rc != READ_OK) return rc;
+      }
+    } else {
+      const char *q = payload, *fend = payload + len;
+      while (q < fend) {
+        const char *nl = (const char *)memchr(q, '\n', (size_t)(fend - q));
+        int rc;
+        if (nl == NULL) {
+          set_error(rd->err, rd->err_size, "%s: byte %zu: a line frame ends inside a line",
+                    rd->path, (size_t)(q - buf));
+          return READ_FAIL;
+        }
+        if (++*index > UINT32_MAX - 1) {
+          set_error(rd->err, rd->err_size, "%s: more than 2^32 lines", rd->path);
+          return READ_FAIL;
+        }
+        rc = read_line(rd, q, nl, *index);
+        if (rc != READ_OK) return rc;
+        q = nl + 1;
+      }
+    }
+    p = payload + len;
+    if (progress != NULL) progress((size_t)(p - buf), size, user);
+  }
+  return READ_OK;
+}
+
 int dao_trace_read(const char *path, dao_trace *t, char *err, size_t err_size,
                    void (*progress)(size_t done, size_t total, void *user), void *user) {
   size_t size = 0, line_no = 0;
   char *buf;
   const char *p, *end;
-  caps cp;
-  live_map live;
-  fields f;
-  const char *why = NULL;
-  int rc = -1;
+  reader rd;
+  int rc = READ_OK, binary = 0;
 
   memset(t, 0, sizeof *t);
-  memset(&cp, 0, sizeof cp);
-  memset(&live, 0, sizeof live);
+  memset(&rd, 0, sizeof rd);
+  rd.t = t;
+  rd.path = path;
+  rd.err = err;
+  rd.err_size = err_size;
   if (path == NULL) {
     set_error(err, err_size, "no trace file given");
     return -1;
   }
   buf = slurp(path, &size, err, err_size);
   if (buf == NULL) return -1;
-  if (live_init(&live, 1024) != 0) goto oom;
+  if (live_init(&rd.live, 1024) != 0) rc = READ_OOM;
   p = buf;
   end = buf + size;
-  while (p < end) {
+  while (rc == READ_OK && p < end) {
     const char *nl = (const char *)memchr(p, '\n', (size_t)(end - p));
-    const char *line = p, *line_end;
-    dao_tr_record *r;
-    int kind;
+    const char *line = p;
     if (nl == NULL) {
       /* a cut-short last line: ignored and reported */
       t->incomplete_last_line = 1;
       break;
     }
-    line_end = nl;
     p = nl + 1;
     ++line_no;
     if (progress != NULL && (line_no & 0x3FFFF) == 0) progress((size_t)(p - buf), size, user);
     if (line_no > UINT32_MAX - 1) {
       set_error(err, err_size, "%s: more than 2^32 lines", path);
-      goto fail;
-    }
-    if (line_no == 1) {
-      if (parse_object(line, line_end, &f, &why) != 0 || !str_is(&f, K_FORMAT, "dao-trace")) {
-        size_t shown = (size_t)(line_end - line) < 60 ? (size_t)(line_end - line) : 60;
-        set_error(err, err_size,
-                  "%s:1: not a dao trace (the first line must be a header with "
-                  "\"format\":\"dao-trace\"; found '%.*s%s')",
-                  path, (int)shown, line, shown < (size_t)(line_end - line) ? "..." : "");
-        goto fail;
-      }
-      t->version = (int)num_or(&f, K_VERSION, 0);
-      if (t->version < 1 || t->version > 1) {
-        set_error(err, err_size,
-                  "%s:1: trace format version %d; this reader knows version 1 (a newer libdao "
-                  "wrote it?)",
-                  path, t->version);
-        goto fail;
-      }
-      t->libdao = str_copy(&f, K_LIBDAO);
-      t->pid = (int64_t)num_or(&f, K_PID, 0);
-      t->clock = str_copy(&f, K_CLOCK);
-      t->start_ns = num_or(&f, K_START_NS, 0);
-      t->source = str_copy(&f, K_SOURCE);
-      if (t->libdao == NULL || t->clock == NULL || t->source == NULL) goto oom;
-      continue;
-    }
-    if (line == line_end) continue; /* a blank line */
-    if (parse_object(line, line_end, &f, &why) != 0) {
-      set_error(err, err_size, "%s:%zu: %s", path, line_no, why);
-      goto fail;
-    }
-    if (f.v[K_K].type != V_STR || f.v[K_T].type != V_NUM) {
-      set_error(err, err_size, "%s:%zu: a record needs \"k\" (a string) and \"t\" (a number)", path,
-                line_no);
-      goto fail;
-    }
-    if (str_is(&f, K_K, "allocator")) {
-      dao_tr_allocator *a;
-      if (grow((void **)&t->allocators, &cp.allocators, t->allocator_count + 1,
-               sizeof(dao_tr_allocator)) != 0)
-        goto oom;
-      a = &t->allocators[t->allocator_count++];
-      a->id = (uint32_t)num_or(&f, K_ID, 0);
-      a->place = str_copy(&f, K_PLACE);
-      a->strategy = str_copy(&f, K_STRATEGY);
-      a->config = str_copy(&f, K_CONFIG);
-      a->capacity = num_or(&f, K_CAPACITY, 0);
-      a->line = (uint32_t)line_no;
-      if (a->place == NULL || a->strategy == NULL || a->config == NULL) goto oom;
-      continue;
-    }
-    if (str_is(&f, K_K, "stream")) {
-      dao_tr_stream *s;
-      if (grow((void **)&t->streams, &cp.streams, t->stream_count + 1, sizeof(dao_tr_stream)) != 0)
-        goto oom;
-      s = &t->streams[t->stream_count++];
-      s->id = (uint32_t)num_or(&f, K_ID, 0);
-      s->place = str_copy(&f, K_PLACE);
-      s->handle = num_or(&f, K_HANDLE, 0);
-      if (s->place == NULL) goto oom;
-      continue;
-    }
-    if (str_is(&f, K_K, "stack")) {
-      int s = add_stack(t, &cp, &f);
-      if (s == -1) goto oom;
-      if (s == -2) {
-        set_error(err, err_size, "%s:%zu: malformed frames", path, line_no);
-        goto fail;
-      }
-      continue;
-    }
-    kind = kind_of(&f.v[K_K]);
-    if (kind < 0) {
-      if (t->unknown_kinds++ == 0) t->first_unknown_line = line_no;
-      continue;
-    }
-    if (grow((void **)&t->records, &cp.records, t->count + 1, sizeof(dao_tr_record)) != 0) goto oom;
-    r = &t->records[t->count];
-    r->t = f.v[K_T].num;
-    r->line = (uint32_t)line_no;
-    r->kind = (uint8_t)kind;
-    r->alloc = (uint32_t)num_or(&f, K_A, 0);
-    r->stream = (uint32_t)num_or(&f, K_S, 0);
-    r->stack = f.v[K_ST].type == V_NUM ? (uint32_t)f.v[K_ST].num : DAO_TR_NONE;
-    r->tid = (uint32_t)num_or(&f, K_TID, 0);
-    r->match = DAO_TR_NONE;
-    r->text = DAO_TR_NONE;
-    r->ptr = 0;
-    r->size = 0;
-    r->req = 0;
-    switch (kind) {
-      case DAO_TR_ALLOC:
-        r->ptr = num_or(&f, K_PTR, 0);
-        r->size = num_or(&f, K_SIZE, 0);
-        r->req = num_or(&f, K_REQ, r->size);
-        if (r->ptr == 0 || r->ptr == UINT64_MAX) {
-          set_error(err, err_size, "%s:%zu: alloc without a valid \"ptr\"", path, line_no);
-          goto fail;
-        }
-        if (live_put(&live, r->ptr, r->alloc, (uint32_t)t->count) != 0) goto oom;
-        break;
-      case DAO_TR_FREE:
-      case DAO_TR_FREE_DONE:
-      case DAO_TR_USE: {
-        size_t slot;
-        r->ptr = num_or(&f, K_PTR, 0);
-        slot = live_find(&live, r->ptr, r->alloc);
-        if (slot == (size_t)-1 && kind == DAO_TR_FREE_DONE) {
-          /* The free it completes came first and took the block out of the
-             live set: informational, kept without a match. */
-          break;
-        }
-        if (slot == (size_t)-1) {
-          if (t->unmatched++ == 0) t->first_unmatched_line = line_no;
-          continue; /* skipped */
-        }
-        r->match = live.index[slot];
-        if (kind == DAO_TR_FREE) live.keys[slot] = UINT64_MAX; /* tombstone */
+      rc = READ_FAIL;
+    } else if (line_no == 1) {
+      rc = read_header(&rd, line, nl, &binary);
+      if (rc == READ_OK && binary) {
+        rc = read_frames(&rd, buf, size, p, &line_no, progress, user);
         break;
       }
-      case DAO_TR_MAP:
-      case DAO_TR_UNMAP:
-        r->ptr = num_or(&f, K_ADDR, 0);
-        r->size = num_or(&f, K_SIZE, 0);
-        break;
-      case DAO_TR_OOM:
-        r->size = num_or(&f, K_SIZE, 0);
-        r->req = num_or(&f, K_FREE, 0);
-        if (add_text(t, &cp, &f, K_MSG, &r->text) != 0) goto oom;
-        break;
-      case DAO_TR_TRIM: r->size = num_or(&f, K_RELEASED, 0); break;
-      case DAO_TR_LOST:
-        r->size = num_or(&f, K_COUNT, 0);
-        t->lost += r->size;
-        break;
-      case DAO_TR_MARK:
-        if (add_text(t, &cp, &f, K_TEXT, &r->text) != 0) goto oom;
-        break;
-      case DAO_TR_END:
-        r->size = num_or(&f, K_RECORDS, 0);
-        r->req = num_or(&f, K_LOST, 0);
-        t->ended = 1;
-        break;
-      default: break;
+    } else {
+      rc = read_line(&rd, line, nl, line_no);
     }
-    ++t->count;
   }
-  if (line_no == 0) {
+  if (rc == READ_OK && line_no == 0) {
     set_error(err, err_size, "%s: empty file (no header line): not a dao trace", path);
-    goto fail;
+    rc = READ_FAIL;
   }
-  t->lines = line_no;
-  if (progress != NULL) progress(size, size, user);
-  rc = 0;
-  goto out;
-oom:
-  set_error(err, err_size, "%s: out of memory reading it", path);
-fail:
-  dao_trace_free(t);
-out:
-  live_free(&live);
+  if (rc == READ_OOM) set_error(err, err_size, "%s: out of memory reading it", path);
+  if (rc == READ_OK) {
+    t->lines = line_no;
+    if (progress != NULL) progress(size, size, user);
+  } else {
+    dao_trace_free(t);
+  }
+  live_free(&rd.live);
   free(buf);
-  return rc;
+  return rc == READ_OK ? 0 : -1;
 }
 
 void dao_trace_free(dao_trace *t) {

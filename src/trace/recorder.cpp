@@ -300,7 +300,14 @@ options parse_options(const char* text) {
       throw invalid_argument(
           strprintf("trace options: clock=%s: expected tsc or coarse", v->c_str()));
   }
-  cfg.reject_unknown({"stacks", "ring", "flush_ms", "depth", "clock"});
+  if (auto v = cfg.take_string("format")) {
+    if (*v == "binary") o.binary = true;
+    else if (*v == "jsonl") o.binary = false;
+    else
+      throw invalid_argument(
+          strprintf("trace options: format=%s: expected binary or jsonl", v->c_str()));
+  }
+  cfg.reject_unknown({"stacks", "ring", "flush_ms", "depth", "clock", "format"});
   return o;
 }
 

@@ -19,10 +19,11 @@ namespace dao::detail::trace {
 
 struct options {
   bool stacks = false;
-  std::size_t ring_bytes = std::size_t{1} << 20;  // per recording thread
+  std::size_t ring_bytes = std::size_t{4} << 20;  // per recording thread
   unsigned flush_ms = 100;
   unsigned depth = 16;
-  bool tsc = true;  // clock=tsc (each record reads the CPU's counter) or coarse
+  bool tsc = false;    // clock=tsc (each record reads the CPU's counter) or coarse
+  bool binary = true;  // format=binary (frames of fixed records) or jsonl
 };
 
 options parse_options(const char* text);  // throws invalid_argument

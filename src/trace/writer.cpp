@@ -23,6 +23,12 @@ namespace dao::detail::trace {
 
 namespace {
 
+// Little-endian bytes of `v` (the binary encoding's byte order on every
+// host; a little-endian one compiles this to one store).
+inline void put_le(unsigned char* to, std::uint64_t v, int bytes) noexcept {
+  for (int i = 0; i < bytes; ++i) to[i] = static_cast<unsigned char>(v >> (8 * i));
+}
+
 // The lines being formatted: a flat buffer, appended to without checks
 // beyond one capacity test per piece (the writer formats millions of
 // records a second).
@@ -94,6 +100,15 @@ class out_buffer {
       }
     }
     ch('"');
+  }
+  // A frame's length (u32 LE) at `at`, written now or patched later.
+  void le32(std::uint32_t v) {
+    unsigned char b[4];
+    put_le(b, v, 4);
+    raw(reinterpret_cast<const char*>(b), 4);
+  }
+  void patch_le32(std::size_t at, std::uint32_t v) noexcept {
+    put_le(reinterpret_cast<unsigned char*>(data_.get() + at), v, 4);
   }
   // An address: a number below 2^53, else a "0x..." string (the format's rule).
   void addr(std::uint64_t v) {
@@ -186,7 +201,8 @@ bool in_libdao(void* addr) {
 
 class writer {
  public:
-  explicit writer(recording& r) : r_(r), tsc_(r.opts.tsc), expected_(r.first_seq) {}
+  explicit writer(recording& r)
+      : r_(r), tsc_(r.opts.tsc), binary_(r.opts.binary), expected_(r.first_seq) {}
 
   void header() {
     out_.lit("{\"format\":\"dao-trace\",\"version\":1,\"libdao\":");
@@ -195,6 +211,7 @@ class writer {
     out_.u64(static_cast<std::uint64_t>(getpid()));
     out_.lit(",\"clock\":\"monotonic\",\"start_ns\":");
     out_.u64(r_.start_ns);
+    if (binary_) out_.lit(",\"encoding\":\"binary\"");
     out_.lit(",\"source\":\"recorded\"}\n");
     write_out();
   }
@@ -255,8 +272,9 @@ class writer {
     write_out();
   }
 
-  // Writes the whole lines formatted so far.
+  // Writes the whole lines (binary: the whole frames) formatted so far.
   void write_out() {
+    close_frame();
     std::size_t done = 0;
     while (done < out_.size()) {
       const ssize_t w = ::write(r_.fd, out_.data() + done, out_.size() - done);
@@ -290,8 +308,47 @@ class writer {
     return t;
   }
 
+  // Binary encoding (docs/trace-format.md): after the header line, frames
+  // of a tag byte, three zero bytes and the payload's length (u32 LE); a
+  // `J` frame holds JSON Lines (declarations, rare records), an `R` frame
+  // 48-byte records. The frame being written stays open until a record of
+  // the other encoding or a write_out().
+  void open_frame(char tag) {
+    if (frame_tag_ == tag) return;
+    close_frame();
+    frame_tag_ = tag;
+    out_.ch(tag);
+    out_.raw("\0\0\0", 3);
+    frame_at_ = out_.size();
+    out_.le32(0);
+  }
+  void close_frame() noexcept {
+    if (frame_tag_ == 0) return;
+    out_.patch_le32(frame_at_, static_cast<std::uint32_t>(out_.size() - frame_at_ - 4));
+    frame_tag_ = 0;
+  }
+
+  // One binary record: t, ptr, size, req (u64 LE); allocator, stream,
+  // stack id + 1 (0: none), kind | tid << 8 (u32 LE). `kind` is the
+  // format's kind number (docs/trace-format.md).
+  void binary_record(std::uint32_t kind_number, std::uint64_t t, const cell& c, std::uint32_t tid) {
+    open_frame('R');
+    unsigned char b[48];
+    put_le(b, t, 8);
+    put_le(b + 8, c.ptr, 8);
+    put_le(b + 16, c.size, 8);
+    put_le(b + 24, c.req, 8);
+    put_le(b + 32, c.allocator, 4);
+    put_le(b + 36, c.stream, 4);
+    put_le(b + 40, c.stack, 4);
+    put_le(b + 44, kind_number | (tid << 8), 4);
+    out_.raw(reinterpret_cast<const char*>(b), sizeof b);
+    r_.written.fetch_add(1, std::memory_order_relaxed);
+  }
+
   template <std::size_t N>
   void begin(const char (&k)[N], std::uint64_t t) {
+    if (binary_) open_frame('J');
     out_.lit("{\"k\":\"");
     out_.raw(k, N - 1);
     out_.lit("\",\"t\":");
@@ -377,6 +434,18 @@ class writer {
     declare_allocator(c.allocator, t);
     if (what == kind::alloc || what == kind::use) declare_stream(c.stream, c.allocator, c.extra, t);
     declare_stack(c.stack, t);
+    if (binary_) {
+      // The frequent kinds as binary records; the rest as lines.
+      switch (what) {
+        case kind::alloc: return binary_record(0, t, c, tid);
+        case kind::free: return binary_record(1, t, c, tid);
+        case kind::use: return binary_record(3, t, c, tid);
+        case kind::map: return binary_record(4, t, c, tid);
+        case kind::unmap: return binary_record(5, t, c, tid);
+        case kind::trim: return binary_record(7, t, c, tid);
+        default: break;
+      }
+    }
     switch (what) {
       case kind::alloc:
       case kind::free:
@@ -432,7 +501,10 @@ class writer {
 
   recording& r_;
   const bool tsc_;
-  std::uint64_t expected_;  // the sequence number of the next record to write
+  const bool binary_;
+  char frame_tag_ = 0;        // the open frame's tag, 0: none
+  std::size_t frame_at_ = 0;  // where its length goes
+  std::uint64_t expected_;    // the sequence number of the next record to write
   out_buffer out_;
   std::uint64_t last_t_ = 0;
   std::uint64_t reported_lost_ = 0;

@@ -442,7 +442,7 @@ class Trace(unittest.TestCase):
         import json
         import os
         import tempfile
-        path = os.path.join(tempfile.mkdtemp(), "history.jsonl")
+        path = os.path.join(tempfile.mkdtemp(), "history.dao")
         a = dao.Allocator(SIM0, "caching")
         seen = []
 
@@ -462,14 +462,33 @@ class Trace(unittest.TestCase):
         a.free(b)
         dao.trace.stop()
         dao.trace.set_oom_callback(a, None)
-        with open(path) as f:
-            lines = [json.loads(line) for line in f]
+        lines = list(dao.trace.read(path))
         self.assertEqual(lines[0]["format"], "dao-trace")
+        self.assertEqual(lines[0]["encoding"], "binary")
         kinds = [line.get("k") for line in lines[1:]]
         for k in ("allocator", "alloc", "free", "mark", "oom", "end"):
             self.assertIn(k, kinds)
+        alloc = next(line for line in lines if line.get("k") == "alloc")
+        free = next(line for line in lines if line.get("k") == "free")
+        self.assertEqual(alloc["ptr"], free["ptr"])
+        self.assertEqual(alloc["req"], 4096)
+        self.assertGreaterEqual(alloc["size"], 4096)
         with self.assertRaises(dao.InvalidStateError):
             dao.trace.stop()
+
+        # The text encoding: the same records, one JSON object a line.
+        text = os.path.join(os.path.dirname(path), "history.jsonl")
+        dao.trace.start(text, "format=jsonl")
+        a.free(a.alloc(512))
+        dao.trace.stop()
+        with open(text) as f:
+            lines = [json.loads(line) for line in f]
+        self.assertNotIn("encoding", lines[0])
+        self.assertEqual([line["k"] for line in lines[1:]],
+                         [line.get("k") for line in dao.trace.read(text)][1:])
+        self.assertIn("alloc", [line.get("k") for line in lines])
+        with self.assertRaises(dao.InvalidArgumentError):
+            dao.trace.start(text, "format=xml")
 
 
 class Recycle(unittest.TestCase):

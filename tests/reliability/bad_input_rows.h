@@ -2586,9 +2586,12 @@ ROW(trace_start_unwritable, "dao_trace_start", "a path in a folder that does not
     { BAD(dao_trace_start("/nonexistent-dao-folder/trace.jsonl", NULL)); })
 
 ROW(trace_start_options, "dao_trace_start",
-    "malformed options (unknown key, ring too small, flush_ms 0, depth 65, stacks=maybe)",
+    "malformed options (unknown key, ring too small, flush_ms 0, depth 65, stacks=maybe, "
+    "format=xml, clock=sundial)",
     DAO_ERR_INVALID_ARGUMENT, "trace options", {
   BAD(dao_trace_start("bad_input_trace.jsonl", "colour=blue"));
+  BAD(dao_trace_start("bad_input_trace.jsonl", "format=xml"));
+  BAD(dao_trace_start("bad_input_trace.jsonl", "clock=sundial"));
   BAD(dao_trace_start("bad_input_trace.jsonl", "ring=1KiB"));
   BAD(dao_trace_start("bad_input_trace.jsonl", "flush_ms=0"));
   BAD(dao_trace_start("bad_input_trace.jsonl", "depth=65"));

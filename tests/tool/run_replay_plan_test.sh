@@ -82,10 +82,24 @@ allocs1=$(json_field recorded.out allocs)
 allocs2=$(json_field rereplay.out allocs)
 [ "$allocs1" = "$allocs2" ] || fail "recorded replay: $allocs2 allocations, the original $allocs1"
 
+head -1 "$rec" | grep -q '"encoding":"binary"' || fail "the recorder's default is not the binary encoding"
+
+# dao convert turns it into JSON Lines with the same records: it replays the same
+run convert_recorded 0 -- convert "$rec" -o "$out/recorded-text.jsonl" --json
+has convert_recorded.out '"from": "dao-trace"'
+if grep -q '"encoding"' "$out/recorded-text.jsonl"; then fail "converted trace still says binary"; fi
+run rereplay_text 0 -- replay "$out/recorded-text.jsonl" --json --allocator 1
+[ "$(json_field rereplay_text.out peak_allocated)" = "$peak1" ] ||
+  fail "converted recording: peak allocated $(json_field rereplay_text.out peak_allocated), the original $peak1"
+[ "$(json_field rereplay_text.out allocs)" = "$allocs1" ] || fail "converted recording: allocations differ"
+
 # a file cut short (as a killed recorder leaves it) still replays, and says so
 head -c "$(( $(wc -c < "$rec") / 2 ))" "$rec" > "$out/cut.jsonl"
 run cut 0 -- replay "$out/cut.jsonl"
 has cut.err "last line is incomplete"
+head -c "$(( $(wc -c < "$out/recorded-text.jsonl") / 2 ))" "$out/recorded-text.jsonl" > "$out/cut-text.jsonl"
+run cut_text 0 -- replay "$out/cut-text.jsonl"
+has cut_text.err "last line is incomplete"
 
 # bad input: exit 2 and a message, for each subcommand
 printf 'id,lower,upper,size\n1,0,10,4096\n' > "$out/foreign.csv"
