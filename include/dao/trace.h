@@ -52,19 +52,29 @@ extern "C" {
  *     with dladdr, written once per distinct stack as a `stack` record).
  *     Costs about a microsecond per call.
  *   - `depth` (default 16, 1 to 64): frames per stack.
- *   - `ring` (default 1MiB, 4 KiB to 1 GiB): bytes of each recording
+ *   - `ring` (default 4MiB, 4 KiB to 1 GiB): bytes of each recording
  *     thread's ring (64 bytes per record, rounded down to a power of two
  *     records), taken at the thread's first record. Larger rides out
- *     longer bursts. A ring lives as long as the process; when its thread
- *     ends, the next new thread takes it over, so the memory is that many
- *     rings as threads recorded at once.
+ *     longer bursts or a writer that gets less CPU. A ring lives as long as
+ *     the process; when its thread ends, the next new thread takes it
+ *     over, so the memory is that many rings as threads recorded at once.
  *   - `flush_ms` (default 100, 1 to 60000): the writer writes what it has
  *     formatted at least this often.
- *   - `clock` (default `tsc`): `tsc` stamps each record with the CPU's
- *     time-stamp counter (converted to CLOCK_MONOTONIC nanoseconds by the
- *     writer); `coarse` with the writer thread's last CLOCK_MONOTONIC
- *     reading (about a millisecond of resolution, cheaper where reading the
- *     counter is slow, as in some virtual machines).
+ *   - `format` (default `binary`): `binary` writes the frequent records
+ *     (alloc, free, use, map, unmap, trim) as fixed 48-byte binary records
+ *     and the rest as JSON lines, framed (docs/trace-format.md, "The binary
+ *     encoding"): the writer keeps up with tens of millions of records a
+ *     second. `jsonl` writes every record as a JSON line (grep, jq); the
+ *     writer formats text, about ten times the work, and drops records
+ *     (counted) when a program allocates faster than it formats.
+ *     `dao convert` turns the first into the second.
+ *   - `clock` (default `coarse`): `coarse` stamps each record with the
+ *     writer thread's last CLOCK_MONOTONIC reading, refreshed at each of
+ *     its passes (about a millisecond of resolution; the order of records
+ *     is exact either way: a global sequence number); `tsc` with the CPU's
+ *     time-stamp counter (nanoseconds, converted by the writer), which
+ *     costs a counter read per record (about 9 ns on this project's
+ *     virtual machine, a few on bare metal).
  * @retval DAO_OK                   Recording.
  * @retval DAO_ERR_INVALID_ARGUMENT @p path is NULL or empty, cannot be opened
  *                                  for writing (the message says why), or

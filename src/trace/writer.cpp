@@ -343,7 +343,7 @@ class writer {
     put_le(b + 40, c.stack, 4);
     put_le(b + 44, kind_number | (tid << 8), 4);
     out_.raw(reinterpret_cast<const char*>(b), sizeof b);
-    r_.written.fetch_add(1, std::memory_order_relaxed);
+    count_written();
   }
 
   template <std::size_t N>
@@ -356,7 +356,7 @@ class writer {
   }
   void end() {
     out_.lit("}\n");
-    r_.written.fetch_add(1, std::memory_order_relaxed);
+    count_written();
   }
 
   void declare_allocator(std::uint32_t id, std::uint64_t t) {
@@ -497,6 +497,12 @@ class writer {
       default: return;
     }
     end();
+  }
+
+  // The writer is the only thread that writes the count: a plain store, no
+  // atomic read-modify-write per record.
+  void count_written() noexcept {
+    r_.written.store(r_.written.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   }
 
   recording& r_;
