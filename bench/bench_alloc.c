@@ -844,8 +844,8 @@ static void print_recording_cost(const options *o, const workload *w) {
   const int variants = o->trace_option_count != 0 ? o->trace_option_count : 2;
   void **live = xcalloc(w->slots, sizeof *live);
   printf("\nrecording the memory history (dao_trace_start to /dev/null), ns/pair:\n");
-  printf("%-44s %9s %9s %9s %12s\n", "allocator, trace options", "off", "on", "added",
-         "lost records");
+  printf("%-44s %9s %9s %9s %9s %12s\n", "allocator, trace options", "off", "on", "added",
+         "added min", "lost records");
   for (int k = 0; k < 2 * variants; ++k) {
     const char *strategy = strategies[k % 2];
     const char *topts = trace_options[k / 2];
@@ -878,16 +878,18 @@ static void print_recording_cost(const options *o, const workload *w) {
     if (off.state == ROW_OK && on.state == ROW_OK) {
       finish_row(&off, o->reps);
       finish_row(&on, o->reps);
-      printf("%-44s %9.1f %9.1f %9.1f %12llu\n", label, off.median_ns, on.median_ns,
-             on.median_ns - off.median_ns, (unsigned long long)lost);
+      printf("%-44s %9.1f %9.1f %9.1f %9.1f %12llu\n", label, off.median_ns, on.median_ns,
+             on.median_ns - off.median_ns, on.min_ns - off.min_ns, (unsigned long long)lost);
     } else {
       printf("%-44s %s %s\n", label, off.state != ROW_OK ? off.note : "", on.note);
       finish_row(&off, o->reps);
       finish_row(&on, o->reps);
     }
   }
-  printf("(median of %llu repetitions each; 'off' is the build as it ships: one branch on a\n"
-         " global flag per call; compare it with the dao-caching / dao-buddy rows above)\n",
+  printf("(median of %llu repetitions each; 'added min': the fastest 'on' less the fastest\n"
+         " 'off', what a loaded machine's preemptions disturb least; 'off' is the build as it\n"
+         " ships: one branch on a global flag per call; compare it with the dao-caching /\n"
+         " dao-buddy rows above)\n",
          (unsigned long long)o->reps);
   free(live);
 }

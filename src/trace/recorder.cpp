@@ -30,10 +30,10 @@ namespace dao::detail::trace {
 
 std::atomic<bool> g_active{false};
 std::atomic<thread_ring*> g_rings{nullptr};
-std::atomic<std::uint64_t> g_seq{0};
+own_line g_seq;
 std::atomic<std::size_t> g_ring_cells{1u << 14};
 std::atomic<bool> g_stacks{false};
-std::atomic<std::uint64_t> g_coarse_now{0};
+own_line g_coarse_now;
 std::atomic<bool> g_tsc{true};
 
 namespace {
@@ -111,14 +111,14 @@ cell* claim_cell(std::uint64_t& seq) noexcept {
   if (c == nullptr) return nullptr;
   // After the cell: a record dropped takes no number, so the writer never
   // waits for one.
-  seq = g_seq.fetch_add(1, std::memory_order_relaxed) + 1;
+  seq = g_seq.v.fetch_add(1, std::memory_order_relaxed) + 1;
   return c;
 }
 
 void fill(cell& c, const event& e) noexcept {
   c.what = static_cast<std::uint8_t>(e.what);
   c.clock = g_tsc.load(std::memory_order_relaxed) ? clock_now()
-                                                  : g_coarse_now.load(std::memory_order_relaxed);
+                                                  : g_coarse_now.v.load(std::memory_order_relaxed);
   c.ptr = e.ptr;
   c.size = e.size;
   c.req = e.req;
@@ -401,7 +401,7 @@ void start(const char* path, const char* options_text) {
     r.stacks.ids.assign(2 * kMaxStacks, 0);
     r.texts.clear();
     r.lost_base = lost_total();
-    r.first_seq = g_seq.load(std::memory_order_acquire) + 1;
+    r.first_seq = g_seq.v.load(std::memory_order_acquire) + 1;
     r.consumed.store(r.first_seq - 1);
     r.written.store(0);
     r.bytes.store(0);
@@ -418,7 +418,7 @@ void start(const char* path, const char* options_text) {
   } else {
     r.start_clock = r.start_ns;
     r.ns_per_tick = 1.0;
-    g_coarse_now.store(r.start_ns, std::memory_order_relaxed);
+    g_coarse_now.v.store(r.start_ns, std::memory_order_relaxed);
   }
   g_tsc.store(o.tsc, std::memory_order_relaxed);
   try {
@@ -488,7 +488,7 @@ status_values status() {
   s.lost = lost_total() - r.lost_base;
   s.bytes = r.bytes.load();
   s.path = r.path;
-  if (s.active) s.pending = g_seq.load(std::memory_order_relaxed) - r.consumed.load();
+  if (s.active) s.pending = g_seq.v.load(std::memory_order_relaxed) - r.consumed.load();
   return s;
 }
 

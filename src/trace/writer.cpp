@@ -219,23 +219,32 @@ class writer {
   // Formats the records written so far, in sequence order across the
   // threads' rings; returns how many. A ring's records are in order, so
   // the next record is at the front of one of them, or not written yet.
+  //
+  // A pass takes only the records numbered before it began, and the
+  // writer sleeps between passes: chasing the producers record by record
+  // would keep pulling the lines they are writing (the cell being filled,
+  // the sequence counter, the clock) to this core and stall them on every
+  // record.
   std::size_t drain() {
     std::size_t n = 0;
-    if (!tsc_) g_coarse_now.store(monotonic_ns(), std::memory_order_relaxed);
-    for (bool progress = true; progress;) {
+    const std::uint64_t target = g_seq.v.load(std::memory_order_relaxed);
+    if (!tsc_) g_coarse_now.v.store(monotonic_ns(), std::memory_order_relaxed);
+    for (bool progress = true; progress && expected_ <= target;) {
       progress = false;
       for (thread_ring* rg = g_rings.load(std::memory_order_acquire); rg != nullptr;
            rg = rg->next) {
         const std::uint64_t before = rg->writer_tail;
-        for (;;) {
+        // Read once a pass: the field shares its line with the producer's
+        // position, which it writes on every record.
+        const std::uint32_t tid = rg->tid.load(std::memory_order_relaxed);
+        while (expected_ <= target) {
           cell& c = rg->at(rg->writer_tail);
           const std::uint64_t seq = c.seq.load(std::memory_order_acquire);
           if (seq <= rg->last_seq || seq > expected_) break;  // not written, or not its turn
           if (seq == expected_) {
-            format(c, rg->tid.load(std::memory_order_relaxed));
+            format(c, tid);
             ++expected_;
-            if ((++n & 1023) == 0 && !tsc_)
-              g_coarse_now.store(monotonic_ns(), std::memory_order_relaxed);
+            ++n;
             if (out_.size() > (1u << 20)) write_out();
           }  // else: left from an earlier recording, dropped
           rg->last_seq = seq;
@@ -260,7 +269,7 @@ class writer {
 
   // Records taken and not yet formatted.
   std::uint64_t backlog() const noexcept {
-    return g_seq.load(std::memory_order_relaxed) - (expected_ - 1);
+    return g_seq.v.load(std::memory_order_relaxed) - (expected_ - 1);
   }
 
   void finish() {
@@ -530,20 +539,24 @@ void writer_main(recording& r) {
   w.header();
   auto last_flush = std::chrono::steady_clock::now();
   const auto period = std::chrono::milliseconds(r.opts.flush_ms);
+  std::size_t last_pass = 0;  // records the last pass took
   for (;;) {
     bool stopping;
     std::uint64_t flush_wanted, flushed;
     {
       std::unique_lock<std::mutex> lock(r.control_mutex);
-      // Sleep a millisecond at a time unless the ring fills up.
-      if (!r.stop_requested && r.flush_requests == r.flushes_done &&
-          w.backlog() < g_ring_cells.load(std::memory_order_relaxed) / 4)
-        r.control_cv.wait_for(lock, std::chrono::milliseconds(1));
+      // Sleep a millisecond at a time unless the ring fills up; a tenth
+      // of that after a pass that took an eighth of a ring (a producer
+      // fast enough to fill it within two sleeps).
+      const std::size_t cells = g_ring_cells.load(std::memory_order_relaxed);
+      if (!r.stop_requested && r.flush_requests == r.flushes_done && w.backlog() < cells / 4)
+        r.control_cv.wait_for(lock, last_pass > cells / 8 ? std::chrono::microseconds(100)
+                                                          : std::chrono::microseconds(1000));
       stopping = r.stop_requested;
       flush_wanted = r.flush_requests;
       flushed = r.flushes_done;
     }
-    w.drain();
+    last_pass = w.drain();
     const auto now = std::chrono::steady_clock::now();
     if (stopping) break;
     if (flush_wanted != flushed || now - last_flush >= period) {
