@@ -96,7 +96,7 @@ static void usage(FILE *out, const char *prog) {
           "              also printed at the end of a full run (no --only)\n"
           "  --trace-options STR  dao_trace_start() options of the recording rows\n"
           "              (repeat for several, at most 4; \"\" is the defaults), default:\n"
-          "              the defaults, then ring=256MiB (a ring that holds a repetition)\n"
+          "              the defaults (the binary encoding), then format=jsonl\n"
           "  --help      this text\n"
           "\n"
           "Exit status: 0 ok (timings never fail a run), 1 an allocator failed, 2 bad flags.\n",
@@ -828,17 +828,16 @@ static void print_sim_costs(const row *rows, size_t nrows, const char *profile, 
 /* The cost of recording (issue 18)                                          */
 
 /* The dao-caching and dao-buddy rows' workload, each repetition once with
-   recording off and once on (to /dev/null: the writer thread formats every
+   recording off and once on (to /dev/null: the writer thread encodes every
    record; a file's disk would only add the writer's waits), alternating so
    that drift hits both alike. Recording adds per pair what the allocating
-   thread does: two ring records (timestamp, claim, 64 bytes) and the
-   block's size lookup. */
+   thread does: two ring records (a time stamp, a cell claimed, 64 bytes
+   written) and the block's size. */
 static void print_recording_cost(const options *o, const workload *w) {
   static const char *const strategies[2] = {"caching", "buddy"};
-  /* the defaults (a 1 MiB ring: a loop this tight outruns any writer, so
-     records are dropped and counted), then a ring that holds a whole
-     repetition with the writer's clock: what a record costs when kept */
-  static const char *const default_options[2] = {"", "clock=tsc"};
+  /* the defaults (binary records, which the writer keeps up with), then
+     JSON Lines (which it cannot at this rate: records dropped, counted) */
+  static const char *const default_options[2] = {"", "format=jsonl"};
   const char *const *trace_options =
       o->trace_option_count != 0 ? o->trace_options : default_options;
   const int variants = o->trace_option_count != 0 ? o->trace_option_count : 2;

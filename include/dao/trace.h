@@ -68,13 +68,10 @@ extern "C" {
  *     writer formats text, about ten times the work, and drops records
  *     (counted) when a program allocates faster than it formats.
  *     `dao convert` turns the first into the second.
- *   - `clock` (default `coarse`): `coarse` stamps each record with the
- *     writer thread's last CLOCK_MONOTONIC reading, refreshed at each of
- *     its passes (about a millisecond of resolution; the order of records
- *     is exact either way: a global sequence number); `tsc` with the CPU's
- *     time-stamp counter (nanoseconds, converted by the writer), which
- *     costs a counter read per record (about 9 ns on this project's
- *     virtual machine, a few on bare metal).
+ * Each record is stamped with the CPU's time-stamp counter (converted to
+ * CLOCK_MONOTONIC nanoseconds by the writer) and the threads' records are
+ * merged in stamp order: a block's free always comes before its next
+ * allocation, whichever threads made them.
  * @retval DAO_OK                   Recording.
  * @retval DAO_ERR_INVALID_ARGUMENT @p path is NULL or empty, cannot be opened
  *                                  for writing (the message says why), or

@@ -21,30 +21,21 @@
 #include "trace/state.hpp"
 #include "util/format.hpp"
 
-#if defined(__x86_64__) || defined(__i386__)
-#include <x86intrin.h>
-#define DAO_TRACE_TSC 1
-#endif
-
 namespace dao::detail::trace {
 
 std::atomic<bool> g_active{false};
+std::atomic<std::uint32_t> g_session{0};
+__thread thread_ring* t_ring __attribute__((tls_model("initial-exec"))) = nullptr;
 std::atomic<thread_ring*> g_rings{nullptr};
-own_line g_seq;
 std::atomic<std::size_t> g_ring_cells{1u << 14};
 std::atomic<bool> g_stacks{false};
-own_line g_coarse_now;
-std::atomic<bool> g_tsc{true};
 
 namespace {
 
-std::atomic<std::uint32_t> g_session{0};
 std::atomic<std::uint32_t> g_next_tid{0};
 std::atomic<std::uint64_t> g_unringed_lost{0};  // threads without a ring
 std::mutex g_control;                           // start / stop / flush
 
-// This thread's ring (initial-exec: one load, no __tls_get_addr).
-thread_local thread_ring* t_ring __attribute__((tls_model("initial-exec"))) = nullptr;
 thread_local bool t_exiting __attribute__((tls_model("initial-exec"))) = false;
 
 // Hands the ring back when its thread ends.
@@ -73,7 +64,7 @@ thread_ring* attach() noexcept {
     for (thread_ring* x = g_rings.load(std::memory_order_acquire); x != nullptr; x = x->next) {
       bool was = true;
       if (x->size() == cells && x->orphan.load(std::memory_order_acquire) &&
-          x->tail.load(std::memory_order_acquire) == x->head &&
+          x->tail.load(std::memory_order_acquire) == x->head.load(std::memory_order_acquire) &&
           x->orphan.compare_exchange_strong(was, false, std::memory_order_acq_rel)) {
         r = x;
         break;
@@ -94,40 +85,6 @@ thread_ring* attach() noexcept {
   } catch (...) {  // no host memory for a ring
     return nullptr;
   }
-}
-
-// A cell and its sequence number, or nullptr when the ring is full.
-cell* claim_cell(std::uint64_t& seq) noexcept {
-  thread_ring* r = t_ring;
-  if (__builtin_expect(r == nullptr || r->size() != g_ring_cells.load(std::memory_order_relaxed),
-                       0)) {
-    r = attach();
-    if (r == nullptr) {
-      g_unringed_lost.fetch_add(1, std::memory_order_relaxed);
-      return nullptr;
-    }
-  }
-  cell* c = r->take();
-  if (c == nullptr) return nullptr;
-  // After the cell: a record dropped takes no number, so the writer never
-  // waits for one.
-  seq = g_seq.v.fetch_add(1, std::memory_order_relaxed) + 1;
-  return c;
-}
-
-void fill(cell& c, const event& e) noexcept {
-  c.what = static_cast<std::uint8_t>(e.what);
-  c.clock = g_tsc.load(std::memory_order_relaxed) ? clock_now()
-                                                  : g_coarse_now.v.load(std::memory_order_relaxed);
-  c.ptr = e.ptr;
-  c.size = e.size;
-  c.req = e.req;
-  c.extra = reinterpret_cast<std::uintptr_t>(e.stream_handle);
-  c.allocator = e.allocator;
-  c.stream = static_cast<std::uint32_t>(e.stream_id);
-  c.stack = 0;
-  if ((e.what == kind::alloc || e.what == kind::free) && g_stacks.load(std::memory_order_relaxed))
-    c.stack = stack_id_here(the_recording());
 }
 
 std::uint64_t take_text(recording& r, const char* text) noexcept {
@@ -154,14 +111,6 @@ std::uint64_t monotonic_ns() noexcept {
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return static_cast<std::uint64_t>(ts.tv_sec) * 1000000000ull +
          static_cast<std::uint64_t>(ts.tv_nsec);
-}
-
-std::uint64_t clock_now() noexcept {
-#ifdef DAO_TRACE_TSC
-  return __rdtsc();
-#else
-  return monotonic_ns();
-#endif
 }
 
 // --- stacks -----------------------------------------------------------------
@@ -198,37 +147,18 @@ std::uint32_t stack_id_here(recording& r) noexcept {
   }
 }
 
-// --- the hot path -------------------------------------------------------------
+// --- the hot path's rare branches (hot_path.hpp) ---
 
-void pending::commit(const event& e) noexcept {
-  if (cell_ == nullptr) return;
-  cell& c = *static_cast<cell*>(cell_);
-  fill(c, e);
-  c.seq.store(seq_, std::memory_order_release);
-  cell_ = nullptr;
+std::uint64_t claim_with_new_ring(thread_ring*& ring) noexcept {
+  ring = attach();
+  if (ring == nullptr) {
+    g_unringed_lost.fetch_add(1, std::memory_order_relaxed);
+    return 0;
+  }
+  return ring->take(clock_now());
 }
 
-void pending::cancel() noexcept {
-  if (cell_ == nullptr) return;
-  cell& c = *static_cast<cell*>(cell_);
-  c.what = static_cast<std::uint8_t>(kind::skip);
-  c.seq.store(seq_, std::memory_order_release);
-  cell_ = nullptr;
-}
-
-pending claim() noexcept {
-  std::uint64_t seq = 0;
-  cell* c = claim_cell(seq);
-  return pending(c, seq);
-}
-
-void record(const event& e) noexcept {
-  std::uint64_t seq = 0;
-  cell* c = claim_cell(seq);
-  if (c == nullptr) return;
-  fill(*c, e);
-  c->seq.store(seq, std::memory_order_release);
-}
+std::uint32_t stack_id_now() noexcept { return stack_id_here(the_recording()); }
 
 std::uint64_t lost_total() noexcept {
   std::uint64_t n = g_unringed_lost.load(std::memory_order_relaxed);
@@ -245,19 +175,15 @@ void record_oom(std::uint32_t allocator, std::uint64_t size, std::uint64_t strea
   e.size = size;
   e.req = free_bytes;
   e.stream_id = stream_id;
-  std::uint64_t seq = 0;
-  cell* c = claim_cell(seq);
+  std::uint64_t position = 0;
+  cell* c = claim_cell(position);
   if (c == nullptr) return;
-  fill(*c, e);
+  fill(c, e);
   c->extra = take_text(the_recording(), message != nullptr ? message : "");
-  c->seq.store(seq, std::memory_order_release);
+  c->seq.store(position, std::memory_order_release);
 }
 
 // --- sessions -----------------------------------------------------------------
-
-std::uint32_t session() noexcept {
-  return active() ? g_session.load(std::memory_order_acquire) : 0;
-}
 
 std::uint32_t register_allocator(std::atomic<std::uint64_t>& slot, std::uint32_t session_number,
                                  const allocator_info& info) {
@@ -293,13 +219,6 @@ options parse_options(const char* text) {
       throw invalid_argument(strprintf("trace options: depth must be in 1..%u", kMaxDepth));
     o.depth = static_cast<unsigned>(*v);
   }
-  if (auto v = cfg.take_string("clock")) {
-    if (*v == "tsc") o.tsc = true;
-    else if (*v == "coarse") o.tsc = false;
-    else
-      throw invalid_argument(
-          strprintf("trace options: clock=%s: expected tsc or coarse", v->c_str()));
-  }
   if (auto v = cfg.take_string("format")) {
     if (*v == "binary") o.binary = true;
     else if (*v == "jsonl") o.binary = false;
@@ -307,7 +226,7 @@ options parse_options(const char* text) {
       throw invalid_argument(
           strprintf("trace options: format=%s: expected binary or jsonl", v->c_str()));
   }
-  cfg.reject_unknown({"stacks", "ring", "flush_ms", "depth", "clock", "format"});
+  cfg.reject_unknown({"stacks", "ring", "flush_ms", "depth", "format"});
   return o;
 }
 
@@ -327,7 +246,7 @@ std::string expand_path(const char* path) {
 }
 
 double calibrate(std::uint64_t clock0, std::uint64_t ns0) noexcept {
-#ifdef DAO_TRACE_TSC
+#if defined(DAO_TRACE_TSC) || defined(__aarch64__)
   // Ticks per ns over ~2 ms; the writer refines it as the recording runs.
   timespec pause{0, 2000000};
   nanosleep(&pause, nullptr);
@@ -401,8 +320,6 @@ void start(const char* path, const char* options_text) {
     r.stacks.ids.assign(2 * kMaxStacks, 0);
     r.texts.clear();
     r.lost_base = lost_total();
-    r.first_seq = g_seq.v.load(std::memory_order_acquire) + 1;
-    r.consumed.store(r.first_seq - 1);
     r.written.store(0);
     r.bytes.store(0);
     r.stop_requested = false;
@@ -412,15 +329,8 @@ void start(const char* path, const char* options_text) {
     throw;
   }
   r.start_ns = monotonic_ns();
-  if (o.tsc) {
-    r.start_clock = clock_now();
-    r.ns_per_tick = calibrate(r.start_clock, r.start_ns);
-  } else {
-    r.start_clock = r.start_ns;
-    r.ns_per_tick = 1.0;
-    g_coarse_now.v.store(r.start_ns, std::memory_order_relaxed);
-  }
-  g_tsc.store(o.tsc, std::memory_order_relaxed);
+  r.start_clock = clock_now();
+  r.ns_per_tick = calibrate(r.start_clock, r.start_ns);
   try {
     r.writer = std::thread(writer_main, std::ref(r));
   } catch (const std::exception& e) {
@@ -471,12 +381,12 @@ void mark(const char* text) {
   if (!active()) return;
   event e;
   e.what = kind::mark;
-  std::uint64_t seq = 0;
-  cell* c = claim_cell(seq);
+  std::uint64_t position = 0;
+  cell* c = claim_cell(position);
   if (c == nullptr) return;
-  fill(*c, e);
+  fill(c, e);
   c->extra = take_text(the_recording(), text);
-  c->seq.store(seq, std::memory_order_release);
+  c->seq.store(position, std::memory_order_release);
 }
 
 status_values status() {
@@ -488,7 +398,11 @@ status_values status() {
   s.lost = lost_total() - r.lost_base;
   s.bytes = r.bytes.load();
   s.path = r.path;
-  if (s.active) s.pending = g_seq.v.load(std::memory_order_relaxed) - r.consumed.load();
+  if (s.active) {
+    for (thread_ring* x = g_rings.load(std::memory_order_acquire); x != nullptr; x = x->next)
+      s.pending +=
+          x->head.load(std::memory_order_acquire) - x->tail.load(std::memory_order_acquire);
+  }
   return s;
 }
 

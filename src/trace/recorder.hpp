@@ -1,10 +1,11 @@
 // The memory-history recorder (issue 18, docs/recording.md): what the
 // layers above call to record allocator events. The hot path is
 // record(): one relaxed load of a global flag when off (active()), and
-// when on a timestamp, a slot claimed in a fixed ring and 64 bytes written;
+// when on a time stamp, a slot claimed in a fixed ring and 64 bytes written;
 // a full ring drops the record and counts it, never blocks. A writer
-// thread drains the ring, formats JSON Lines (docs/trace-format.md) and
-// flushes whole lines every `flush_ms`.
+// thread merges the threads' rings in stamp order, encodes the records
+// (docs/trace-format.md: binary frames, or JSON Lines) and writes whole
+// frames or lines every `flush_ms`.
 //
 // This layer sits above core and below resource: it knows nothing of
 // places' resources or strategies; they describe themselves in plain
@@ -15,6 +16,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+
+#include "trace/hot_path.hpp"
 
 namespace dao::detail::trace {
 
@@ -52,7 +55,10 @@ std::uint32_t allocator_id(std::atomic<std::uint64_t>& slot, Describe&& describe
 
 // Low-level: the session number of the running recording, and the
 // registration of an allocator in it (returns its id).
-std::uint32_t session() noexcept;
+extern std::atomic<std::uint32_t> g_session;
+inline std::uint32_t session() noexcept {
+  return active() ? g_session.load(std::memory_order_acquire) : 0;
+}
 // Registers under a lock that also re-reads `slot`, so that two threads
 // seeing a new allocator at once get one id.
 std::uint32_t register_allocator(std::atomic<std::uint64_t>& slot, std::uint32_t session,
@@ -80,30 +86,30 @@ struct event {
   const char* place = nullptr;  // the stream's place, for its declaration
 };
 
-// A slot claimed in the ring: fill it with commit() (or it is skipped when
-// destroyed uncommitted). Claim before an operation whose effect another
-// thread could see first (a free: the block may be handed out again at
-// once), so that the file order is the order of the effects.
+// A slot claimed (and stamped) in the ring: fill it with commit() (or it is
+// skipped when destroyed uncommitted). Claim before an operation whose
+// effect another thread could see first (a free: the block may be handed
+// out again at once), so that the file order is the order of the effects.
 class pending {
  public:
   pending() noexcept = default;
-  pending(void* cell, std::uint64_t seq) noexcept : cell_(cell), seq_(seq) {}
-  pending(pending&& o) noexcept : cell_(o.cell_), seq_(o.seq_) { o.cell_ = nullptr; }
+  pending(void* cell, std::uint64_t position) noexcept : cell_(cell), position_(position) {}
+  pending(pending&& o) noexcept : cell_(o.cell_), position_(o.position_) { o.cell_ = nullptr; }
   pending& operator=(pending&&) = delete;
   ~pending() { cancel(); }
-  void commit(const event& e) noexcept;
-  void cancel() noexcept;
+  inline void commit(const event& e) noexcept;
+  inline void cancel() noexcept;
 
  private:
   void* cell_ = nullptr;
-  std::uint64_t seq_ = 0;
+  std::uint64_t position_ = 0;  // the cell's ring position + 1
 };
 
 // Claims a slot (empty pending when the ring is full: counted as lost).
-pending claim() noexcept;
+inline pending claim() noexcept;
 
 // claim() + commit(): the whole record at once.
-void record(const event& e) noexcept;
+inline void record(const event& e) noexcept;
 
 // An out-of-memory event with its message (copied to a bounded side table;
 // when full, the message is dropped, the record kept).
@@ -148,5 +154,51 @@ status_values status();
 // Writes what the ring holds to the file now (whole lines), without
 // stopping.
 void flush();
+
+// --- the hot path, inline ---
+
+inline void fill(void* cell_memory, const event& e) noexcept {
+  cell& c = *static_cast<cell*>(cell_memory);
+  c.what = static_cast<std::uint8_t>(e.what);
+  c.ptr = e.ptr;
+  c.size = e.size;
+  c.req = e.req;
+  c.extra = reinterpret_cast<std::uintptr_t>(e.stream_handle);
+  c.allocator = e.allocator;
+  c.stream = static_cast<std::uint32_t>(e.stream_id);
+  c.stack = 0;
+  if (__builtin_expect(g_stacks.load(std::memory_order_relaxed), 0) &&
+      (e.what == kind::alloc || e.what == kind::free))
+    c.stack = stack_id_now();
+}
+
+inline void pending::commit(const event& e) noexcept {
+  if (cell_ == nullptr) return;
+  fill(cell_, e);
+  static_cast<cell*>(cell_)->seq.store(position_, std::memory_order_release);
+  cell_ = nullptr;
+}
+
+inline void pending::cancel() noexcept {
+  if (cell_ == nullptr) return;
+  cell& c = *static_cast<cell*>(cell_);
+  c.what = static_cast<std::uint8_t>(kind::skip);
+  c.seq.store(position_, std::memory_order_release);
+  cell_ = nullptr;
+}
+
+inline pending claim() noexcept {
+  std::uint64_t position = 0;
+  cell* c = claim_cell(position);
+  return pending(c, position);
+}
+
+inline void record(const event& e) noexcept {
+  std::uint64_t position = 0;
+  cell* c = claim_cell(position);
+  if (c == nullptr) return;
+  fill(c, e);
+  c->seq.store(position, std::memory_order_release);
+}
 
 }  // namespace dao::detail::trace

@@ -1,11 +1,24 @@
 // The recorder's rings: one per recording thread, a fixed array of 64-byte
 // binary records with one producer (its thread) and one consumer (the
-// writer thread). A record takes a global sequence number (one atomic
-// add), so that the writer merges the rings in the order the records were
-// taken; the producer touches only its own ring's lines and that counter,
-// never a line the writer writes, except to re-read the writer's position
-// when its ring looks full. A full ring drops the record and counts it.
-// Nothing here allocates or blocks after a thread's first record.
+// writer thread).
+//
+// A record is stamped with the CPU's time-stamp counter when its cell is
+// claimed, and the writer merges the rings in stamp order: no record takes
+// a global number, because the locked add that would take it waits for
+// every store the program has in flight (on this project's machine that
+// was half of what recording cost). Claiming writes the stamp, then
+// publishes the producer's position (`head`, a release store); filling
+// the cell and publishing it (`seq`, the cell's position + 1, a release
+// store) may come later: a free claims before the block goes back, so
+// that its stamp comes before that of any allocation of the block by
+// another thread. The writer reads `head` to know which claimed cells are
+// still being filled and takes no record stamped after the earliest of
+// those.
+//
+// Lines: the ring's constants, the producer's, the writer's; the producer
+// reads the writer's line only when its ring looks full. A full ring
+// drops the record and counts it. Nothing here allocates or blocks after
+// a thread's first record.
 #pragma once
 
 #include <atomic>
@@ -16,11 +29,10 @@
 namespace dao::detail::trace {
 
 struct alignas(64) cell {
-  // The record's global sequence number (from 1) once it is written; a
-  // value at or below what the writer last took from this ring means "not
-  // yet written in this lap".
+  // The cell's ring position + 1 once it is filled (a release store);
+  // anything else means "not yet filled in this lap".
   std::atomic<std::uint64_t> seq{0};
-  std::uint64_t clock = 0;
+  std::uint64_t clock = 0;  // the stamp, written when claimed
   std::uint64_t ptr = 0;
   std::uint64_t size = 0;
   std::uint64_t req = 0;
@@ -45,41 +57,47 @@ struct thread_ring {
   const std::uint64_t mask;
 
   // --- the producer's (its thread's) line ---
-  alignas(64) std::uint64_t head = 0;  // cells taken
-  std::uint64_t cached_tail = 0;       // the writer's tail when last read
-  std::atomic<std::uint64_t> lost{0};  // written by the producer only
-  std::atomic<std::uint32_t> tid{0};   // the thread's number (set on adoption)
+  alignas(64) std::atomic<std::uint64_t> head{0};  // cells claimed (written by the producer)
+  std::uint64_t cached_tail = 0;                   // the writer's tail when last read
+  std::atomic<std::uint64_t> lost{0};              // written by the producer only
+  std::atomic<std::uint32_t> tid{0};               // the thread's number (set on adoption)
 
   // --- the writer's line ---
   alignas(64) std::atomic<std::uint64_t> tail{0};  // cells the writer took
   std::uint64_t writer_tail = 0;                   // the writer's copy
-  std::uint64_t last_seq = 0;                      // seq of the last cell taken
   std::atomic<bool> orphan{false};                 // its thread ended
   thread_ring* next = nullptr;                     // the list of every ring
 
   cell& at(std::uint64_t i) noexcept { return cells_[i & mask]; }
   std::size_t size() const noexcept { return static_cast<std::size_t>(mask) + 1; }
 
-  // Producer: a cell to fill, or nullptr when the ring is full (counted).
-  // While full, the writer's position is re-read every 64th record only
-  // (the line moves between the cores): dropping stays cheap.
-  cell* take() noexcept {
-    if (head - cached_tail > mask) {
+  // Producer: claims a cell stamped `stamp` and returns its position + 1
+  // (what publish() stores), or 0 when the ring is full (counted). While
+  // full, the writer's position is re-read every 64th record only (the
+  // line moves between the cores): dropping stays cheap.
+  std::uint64_t take(std::uint64_t stamp) noexcept {
+    const std::uint64_t h = head.load(std::memory_order_relaxed);
+    if (h - cached_tail > mask) {
       const std::uint64_t dropped = lost.load(std::memory_order_relaxed);
       if ((dropped & 63) == 0) cached_tail = tail.load(std::memory_order_acquire);
-      if (head - cached_tail > mask) {
+      if (h - cached_tail > mask) {
         lost.store(dropped + 1, std::memory_order_relaxed);
-        return nullptr;
+        return 0;
       }
     }
-    // Ask for ownership of a cell a few records ahead: the writer has read
-    // it a lap ago, so writing it needs the line back from the writer's
-    // core; without this, the sequence number's locked add waits for that
-    // transfer on every record.
-    prefetch_for_writing(&at(head + kPrefetchAhead));
-    return &at(head++);
+    // Ask for ownership of a cell a few records ahead: the writer read it a
+    // lap ago, so writing it needs the line back from the writer's core.
+    prefetch_for_writing(&at(h + kPrefetchAhead));
+    at(h).clock = stamp;
+    head.store(h + 1, std::memory_order_release);  // the stamp is visible with it
+    return h + 1;
   }
   static constexpr std::uint64_t kPrefetchAhead = 16;
+
+  // Producer: the cell claimed as `position` (take()'s value) is filled.
+  void publish(std::uint64_t position) noexcept {
+    at(position - 1).seq.store(position, std::memory_order_release);
+  }
 
  private:
   static void prefetch_for_writing(const void* p) noexcept {

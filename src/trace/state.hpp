@@ -22,7 +22,6 @@ struct options {
   std::size_t ring_bytes = std::size_t{4} << 20;  // per recording thread
   unsigned flush_ms = 100;
   unsigned depth = 16;
-  bool tsc = false;    // clock=tsc (each record reads the CPU's counter) or coarse
   bool binary = true;  // format=binary (frames of fixed records) or jsonl
 };
 
@@ -54,10 +53,8 @@ struct recording {
   std::unordered_map<std::uint64_t, std::string> texts;
   std::uint64_t next_text = 1;
 
-  std::uint64_t lost_base = 0;             // lost_total() at the start
-  std::atomic<std::uint64_t> consumed{0};  // last sequence number the writer took
-  std::uint64_t first_seq = 1;             // the first of this recording
-  std::atomic<std::uint64_t> written{0};   // records written
+  std::uint64_t lost_base = 0;            // lost_total() at the start
+  std::atomic<std::uint64_t> written{0};  // records written
   std::atomic<std::uint64_t> bytes{0};
 
   std::mutex control_mutex;
@@ -67,38 +64,17 @@ struct recording {
   std::thread writer;
 };
 
-// A counter on a cache line of its own. The producers add to g_seq on
-// every record and read g_coarse_now, which the writer stores once a pass:
-// sharing a line with each other or with anything else would move that
-// line between the cores on every record (measured: the add took three
-// quarters of a record's time).
-struct alignas(64) own_line {
-  std::atomic<std::uint64_t> v{0};
-};
-static_assert(sizeof(own_line) == 64, "one cache line");
-
 // Every thread's ring, kept for the process's life (a producer may still
 // hold a cell after a stop; a ring whose thread ended is taken over by the
 // next new thread once drained). The list only grows, at its front.
 extern std::atomic<thread_ring*> g_rings;
-// Cells of each thread's ring in the running recording.
-extern std::atomic<std::size_t> g_ring_cells;
-// The sequence number of the last record taken (records from 1).
-extern own_line g_seq;
 // Records dropped since the process started: every ring's, plus those of
 // threads that could not get a ring.
 std::uint64_t lost_total() noexcept;
 // The one recording object, reused by every session and never destroyed (a
 // producer that saw the flag just before a stop may still use its tables).
 recording& the_recording();
-extern std::atomic<bool> g_stacks;  // the running recording takes stacks
-// clock=coarse: the writer thread's CLOCK_MONOTONIC reading, refreshed at
-// every pass over the ring (at least every millisecond), which records
-// take instead of reading a clock of their own.
-extern own_line g_coarse_now;
-extern std::atomic<bool> g_tsc;
 
-std::uint64_t clock_now() noexcept;                  // ticks (TSC where there is one)
 std::uint64_t monotonic_ns() noexcept;               // CLOCK_MONOTONIC
 std::uint32_t stack_id_here(recording& r) noexcept;  // 0: none, else id + 1
 

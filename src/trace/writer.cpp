@@ -202,7 +202,9 @@ bool in_libdao(void* addr) {
 class writer {
  public:
   explicit writer(recording& r)
-      : r_(r), tsc_(r.opts.tsc), binary_(r.opts.binary), expected_(r.first_seq) {}
+      : r_(r),
+        binary_(r.opts.binary),
+        margin_ticks_(static_cast<std::uint64_t>(static_cast<double>(kMarginNs) / r.ns_per_tick)) {}
 
   void header() {
     out_.lit("{\"format\":\"dao-trace\",\"version\":1,\"libdao\":");
@@ -216,47 +218,53 @@ class writer {
     write_out();
   }
 
-  // Formats the records written so far, in sequence order across the
-  // threads' rings; returns how many. A ring's records are in order, so
-  // the next record is at the front of one of them, or not written yet.
+  // Takes the records filled so far, in stamp order across the threads'
+  // rings (ring.hpp); returns how many. Each ring is in stamp order, so the
+  // next record is at the front of one of them. A claimed cell not yet
+  // filled holds back every record stamped after it; so do records
+  // stamped within kMarginNs of now, since a thread may have read the
+  // clock and not yet published its claim (`all`: no margin, for a flush,
+  // whose caller's records are all published, and at the stop).
   //
-  // A pass takes only the records numbered before it began, and the
-  // writer sleeps between passes: chasing the producers record by record
-  // would keep pulling the lines they are writing (the cell being filled,
-  // the sequence counter, the clock) to this core and stall them on every
-  // record.
-  std::size_t drain() {
+  // A pass takes what was there when it began, and the writer sleeps
+  // between passes: chasing the producers record by record would keep
+  // pulling the lines they are writing to this core and stall them.
+  std::size_t drain(bool all = false) {
     std::size_t n = 0;
-    const std::uint64_t target = g_seq.v.load(std::memory_order_relaxed);
-    if (!tsc_) g_coarse_now.v.store(monotonic_ns(), std::memory_order_relaxed);
-    for (bool progress = true; progress && expected_ <= target;) {
-      progress = false;
-      for (thread_ring* rg = g_rings.load(std::memory_order_acquire); rg != nullptr;
-           rg = rg->next) {
-        const std::uint64_t before = rg->writer_tail;
-        // Read once a pass: the field shares its line with the producer's
-        // position, which it writes on every record.
-        const std::uint32_t tid = rg->tid.load(std::memory_order_relaxed);
-        while (expected_ <= target) {
-          cell& c = rg->at(rg->writer_tail);
-          const std::uint64_t seq = c.seq.load(std::memory_order_acquire);
-          if (seq <= rg->last_seq || seq > expected_) break;  // not written, or not its turn
-          if (seq == expected_) {
-            format(c, tid);
-            ++expected_;
-            ++n;
-            if (out_.size() > (1u << 20)) write_out();
-          }  // else: left from an earlier recording, dropped
-          rg->last_seq = seq;
-          ++rg->writer_tail;
-        }
-        if (rg->writer_tail != before) {
-          rg->tail.store(rg->writer_tail, std::memory_order_release);
-          progress = true;
+    fronts_.clear();
+    for (thread_ring* rg = g_rings.load(std::memory_order_acquire); rg != nullptr; rg = rg->next) {
+      const std::uint64_t head = rg->head.load(std::memory_order_acquire);
+      // tid is read once a pass: it shares its line with the producer's
+      // position, which the producer writes on every record.
+      if (head != rg->writer_tail)
+        fronts_.push_back(front{rg, head, rg->tid.load(std::memory_order_relaxed)});
+    }
+    const std::uint64_t limit = all ? UINT64_MAX : clock_now() - margin_ticks_;
+    for (;;) {
+      // The ring whose next record has the smallest stamp.
+      front* best = nullptr;
+      std::uint64_t best_stamp = UINT64_MAX;
+      for (front& f : fronts_) {
+        if (f.ring->writer_tail == f.head) continue;
+        const std::uint64_t stamp = f.ring->at(f.ring->writer_tail).clock;
+        if (best == nullptr || stamp < best_stamp) {
+          best = &f;
+          best_stamp = stamp;
         }
       }
+      if (best == nullptr || best_stamp >= limit) break;
+      thread_ring& rg = *best->ring;
+      cell& c = rg.at(rg.writer_tail);
+      if (c.seq.load(std::memory_order_acquire) != rg.writer_tail + 1) break;  // being filled
+      // A cell stamped before this recording began is left from an earlier one.
+      if (best_stamp >= r_.start_clock) {
+        format(c, best->tid);
+        ++n;
+        if (out_.size() > (1u << 20)) write_out();
+      }
+      ++rg.writer_tail;
     }
-    r_.consumed.store(expected_ - 1, std::memory_order_relaxed);
+    for (front& f : fronts_) f.ring->tail.store(f.ring->writer_tail, std::memory_order_release);
     const std::uint64_t lost = lost_total() - r_.lost_base;
     if (lost != reported_lost_) {
       begin("lost", last_t_);
@@ -267,9 +275,12 @@ class writer {
     return n;
   }
 
-  // Records taken and not yet formatted.
+  // Records claimed and not yet taken.
   std::uint64_t backlog() const noexcept {
-    return g_seq.v.load(std::memory_order_relaxed) - (expected_ - 1);
+    std::uint64_t n = 0;
+    for (thread_ring* rg = g_rings.load(std::memory_order_acquire); rg != nullptr; rg = rg->next)
+      n += rg->head.load(std::memory_order_acquire) - rg->writer_tail;
+    return n;
   }
 
   void finish() {
@@ -299,7 +310,6 @@ class writer {
 
   // Refines ticks -> ns over the longest baseline (TSC clocks only).
   void recalibrate() {
-    if (!tsc_) return;
     const std::uint64_t c = clock_now(), ns = monotonic_ns();
     if (c > r_.start_clock && ns > r_.start_ns + 50000000ull)
       r_.ns_per_tick =
@@ -514,12 +524,20 @@ class writer {
     r_.written.store(r_.written.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   }
 
+  // A ring with records to take in this pass, and its position then.
+  struct front {
+    thread_ring* ring;
+    std::uint64_t head;
+    std::uint32_t tid;
+  };
+  static constexpr double kMarginNs = 20000;  // 20 us
+
   recording& r_;
-  const bool tsc_;
   const bool binary_;
-  char frame_tag_ = 0;        // the open frame's tag, 0: none
-  std::size_t frame_at_ = 0;  // where its length goes
-  std::uint64_t expected_;    // the sequence number of the next record to write
+  const std::uint64_t margin_ticks_;
+  std::vector<front> fronts_;  // reused: no allocation per pass
+  char frame_tag_ = 0;         // the open frame's tag, 0: none
+  std::size_t frame_at_ = 0;   // where its length goes
   out_buffer out_;
   std::uint64_t last_t_ = 0;
   std::uint64_t reported_lost_ = 0;
@@ -556,7 +574,7 @@ void writer_main(recording& r) {
       flush_wanted = r.flush_requests;
       flushed = r.flushes_done;
     }
-    last_pass = w.drain();
+    last_pass = w.drain(stopping || flush_wanted != flushed);
     const auto now = std::chrono::steady_clock::now();
     if (stopping) break;
     if (flush_wanted != flushed || now - last_flush >= period) {
@@ -573,9 +591,9 @@ void writer_main(recording& r) {
   // Stopping: records claimed before the flag fell are published within
   // microseconds; wait for them a little, never for ever.
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(200);
-  w.drain();
+  w.drain(true);
   while (w.backlog() != 0 && std::chrono::steady_clock::now() < deadline) {
-    if (w.drain() == 0) std::this_thread::yield();
+    if (w.drain(true) == 0) std::this_thread::yield();
   }
   w.finish();
   ::close(r.fd);
