@@ -490,6 +490,26 @@ class Trace(unittest.TestCase):
         with self.assertRaises(dao.InvalidArgumentError):
             dao.trace.start(text, "format=xml")
 
+        # read() on bad files: a foreign file and a foreign frame raise, a
+        # frame cut short (a killed recorder) ends the records quietly.
+        bad = os.path.join(os.path.dirname(path), "bad.dao")
+        with open(bad, "w") as f:
+            f.write('{"format":"something-else"}\n')
+        with self.assertRaises(ValueError):
+            list(dao.trace.read(bad))
+        with open(path, "rb") as f:
+            data = f.read()
+        first_frame = data.index(b"\n") + 1
+        with open(bad, "wb") as f:
+            f.write(data[:first_frame] + b"X\0\0\0" + data[first_frame + 4:])
+        with self.assertRaises(ValueError):
+            list(dao.trace.read(bad))
+        with open(bad, "wb") as f:
+            f.write(data[:-5])
+        cut = list(dao.trace.read(bad))
+        self.assertGreater(len(cut), 1)
+        self.assertLess(len(cut), len(list(dao.trace.read(path))))
+
 
 class Recycle(unittest.TestCase):
     def test_pipeline(self):
