@@ -177,6 +177,11 @@ static void round_trip_jsonl(void **state) {
   round_trip_with("flush_ms=10,format=jsonl", "round_trip_jsonl");
 }
 
+static void round_trip_monotonic(void **state) {
+  (void)state;
+  round_trip_with("flush_ms=10,clock=monotonic", "round_trip_monotonic");
+}
+
 /* The reader on hand-made files of the binary encoding: a frame cut short
    (a killed writer) is ignored and flagged, a foreign tag or a record frame
    of a wrong length is an error naming the byte, a record kind the reader
@@ -641,6 +646,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(round_trip),
       cmocka_unit_test(round_trip_jsonl),
+      cmocka_unit_test(round_trip_monotonic),
       cmocka_unit_test(binary_encoding_bad_input),
       cmocka_unit_test(place_defaults_and_buddy),
       cmocka_unit_test(stacks_when_asked),

@@ -68,10 +68,12 @@ extern "C" {
  *     writer formats text, about ten times the work, and drops records
  *     (counted) when a program allocates faster than it formats.
  *     `dao convert` turns the first into the second.
- * Each record is stamped with the CPU's time-stamp counter (converted to
- * CLOCK_MONOTONIC nanoseconds by the writer) and the threads' records are
- * merged in stamp order: a block's free always comes before its next
- * allocation, whichever threads made them.
+ *   - `clock` (default `counter`): what stamps each record. `counter`: the
+ *     CPU's time-stamp counter (converted to CLOCK_MONOTONIC nanoseconds by
+ *     the writer) where Linux uses it as its clock, else CLOCK_MONOTONIC;
+ *     `monotonic`: CLOCK_MONOTONIC always (slower to read).
+ * The threads' records are merged in stamp order: a block's free always
+ * comes before its next allocation, whichever threads made them.
  * @retval DAO_OK                   Recording.
  * @retval DAO_ERR_INVALID_ARGUMENT @p path is NULL or empty, cannot be opened
  *                                  for writing (the message says why), or

@@ -31,22 +31,33 @@ extern std::atomic<bool> g_stacks;  // the running recording takes stacks
 std::uint64_t claim_with_new_ring(thread_ring*& ring) noexcept;
 std::uint32_t stack_id_now() noexcept;  // 0: none, else id + 1
 
-// The stamp of a record: the CPU's time-stamp counter on x86-64 (constant
-// rate, synchronized across cores: what Linux requires to use it as its
-// clock), the virtual counter on AArch64, else CLOCK_MONOTONIC in ns.
-inline std::uint64_t clock_now() noexcept {
-#if defined(DAO_TRACE_TSC)
-  return __rdtsc();
-#elif defined(__aarch64__)
-  std::uint64_t v;
-  __asm__ volatile("mrs %0, cntvct_el0" : "=r"(v));
-  return v;
-#else
+// Whether records are stamped with the CPU's counter (set at each start:
+// where Linux does not use the time-stamp counter as its clock, it did
+// not find it synchronized across cores, and CLOCK_MONOTONIC is used).
+extern std::atomic<bool> g_stamp_counter;
+
+// CLOCK_MONOTONIC in nanoseconds.
+inline std::uint64_t monotonic_now() noexcept {
   timespec ts{};
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return static_cast<std::uint64_t>(ts.tv_sec) * 1000000000ull +
          static_cast<std::uint64_t>(ts.tv_nsec);
+}
+
+// The stamp of a record: the CPU's time-stamp counter on x86-64 (constant
+// rate and synchronized across cores where Linux uses it as its clock),
+// the virtual counter on AArch64, else CLOCK_MONOTONIC in nanoseconds.
+inline std::uint64_t clock_now() noexcept {
+#if defined(DAO_TRACE_TSC)
+  if (__builtin_expect(g_stamp_counter.load(std::memory_order_relaxed), 1)) return __rdtsc();
+#elif defined(__aarch64__)
+  if (__builtin_expect(g_stamp_counter.load(std::memory_order_relaxed), 1)) {
+    std::uint64_t v;
+    __asm__ volatile("mrs %0, cntvct_el0" : "=r"(v));
+    return v;
+  }
 #endif
+  return monotonic_now();
 }
 
 // A cell claimed and stamped now in this thread's ring, and its position

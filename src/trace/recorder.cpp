@@ -29,6 +29,7 @@ __thread thread_ring* t_ring __attribute__((tls_model("initial-exec"))) = nullpt
 std::atomic<thread_ring*> g_rings{nullptr};
 std::atomic<std::size_t> g_ring_cells{1u << 14};
 std::atomic<bool> g_stacks{false};
+std::atomic<bool> g_stamp_counter{true};
 
 namespace {
 
@@ -104,13 +105,6 @@ std::uint64_t take_text(recording& r, const char* text) noexcept {
 recording& the_recording() {
   static recording* r = new recording();  // never destroyed: see state.hpp
   return *r;
-}
-
-std::uint64_t monotonic_ns() noexcept {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<std::uint64_t>(ts.tv_sec) * 1000000000ull +
-         static_cast<std::uint64_t>(ts.tv_nsec);
 }
 
 // --- stacks -----------------------------------------------------------------
@@ -226,7 +220,14 @@ options parse_options(const char* text) {
       throw invalid_argument(
           strprintf("trace options: format=%s: expected binary or jsonl", v->c_str()));
   }
-  cfg.reject_unknown({"stacks", "ring", "flush_ms", "depth", "format"});
+  if (auto v = cfg.take_string("clock")) {
+    if (*v == "counter") o.monotonic = false;
+    else if (*v == "monotonic") o.monotonic = true;
+    else
+      throw invalid_argument(
+          strprintf("trace options: clock=%s: expected counter or monotonic", v->c_str()));
+  }
+  cfg.reject_unknown({"stacks", "ring", "flush_ms", "depth", "format", "clock"});
   return o;
 }
 
@@ -245,12 +246,32 @@ std::string expand_path(const char* path) {
   return out;
 }
 
+// Whether the CPU's counter can stamp records: on x86-64, where Linux uses
+// the time-stamp counter as its clock (it checks that the counter is
+// constant-rate and synchronized across cores before it does); AArch64's
+// virtual counter always is.
+bool counter_usable() noexcept {
+#if defined(DAO_TRACE_TSC)
+  char name[32] = "";
+  FILE* f = std::fopen("/sys/devices/system/clocksource/clocksource0/current_clocksource", "r");
+  if (f == nullptr) return false;
+  const bool ok = std::fgets(name, sizeof name, f) != nullptr && std::strncmp(name, "tsc", 3) == 0;
+  std::fclose(f);
+  return ok;
+#elif defined(__aarch64__)
+  return true;
+#else
+  return false;
+#endif
+}
+
 double calibrate(std::uint64_t clock0, std::uint64_t ns0) noexcept {
+  if (!g_stamp_counter.load(std::memory_order_relaxed)) return 1.0;  // stamps are ns
 #if defined(DAO_TRACE_TSC) || defined(__aarch64__)
   // Ticks per ns over ~2 ms; the writer refines it as the recording runs.
   timespec pause{0, 2000000};
   nanosleep(&pause, nullptr);
-  const std::uint64_t dc = clock_now() - clock0, dn = monotonic_ns() - ns0;
+  const std::uint64_t dc = clock_now() - clock0, dn = monotonic_now() - ns0;
   return dc != 0 ? static_cast<double>(dn) / static_cast<double>(dc) : 1.0;
 #else
   (void)clock0;
@@ -328,7 +349,8 @@ void start(const char* path, const char* options_text) {
     ::close(fd);
     throw;
   }
-  r.start_ns = monotonic_ns();
+  g_stamp_counter.store(!o.monotonic && counter_usable(), std::memory_order_relaxed);
+  r.start_ns = monotonic_now();
   r.start_clock = clock_now();
   r.ns_per_tick = calibrate(r.start_clock, r.start_ns);
   try {

@@ -22,7 +22,8 @@ struct options {
   std::size_t ring_bytes = std::size_t{4} << 20;  // per recording thread
   unsigned flush_ms = 100;
   unsigned depth = 16;
-  bool binary = true;  // format=binary (frames of fixed records) or jsonl
+  bool binary = true;      // format=binary (frames of fixed records) or jsonl
+  bool monotonic = false;  // clock=monotonic: stamps from CLOCK_MONOTONIC
 };
 
 options parse_options(const char* text);  // throws invalid_argument
@@ -75,7 +76,6 @@ std::uint64_t lost_total() noexcept;
 // producer that saw the flag just before a stop may still use its tables).
 recording& the_recording();
 
-std::uint64_t monotonic_ns() noexcept;               // CLOCK_MONOTONIC
 std::uint32_t stack_id_here(recording& r) noexcept;  // 0: none, else id + 1
 
 void writer_main(recording& r);  // the writer thread

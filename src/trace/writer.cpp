@@ -310,7 +310,7 @@ class writer {
 
   // Refines ticks -> ns over the longest baseline (TSC clocks only).
   void recalibrate() {
-    const std::uint64_t c = clock_now(), ns = monotonic_ns();
+    const std::uint64_t c = clock_now(), ns = monotonic_now();
     if (c > r_.start_clock && ns > r_.start_ns + 50000000ull)
       r_.ns_per_tick =
           static_cast<double>(ns - r_.start_ns) / static_cast<double>(c - r_.start_clock);
