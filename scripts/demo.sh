@@ -61,5 +61,6 @@ step "correlator_pipeline 500   (recycle pools: fill -> flag+grid -> writer)"
 trace=$root/bench/traces/ops/mlp_adam_5steps.jsonl
 step "dao plan: the smallest card for a PyTorch training step ($(basename "$trace"))"
 "$build/tools/dao" convert "$trace" -o "$build/demo-mlp.trace"
-"$build/tools/dao" plan "$build/demo-mlp.trace" --strategy caching --config fast_reuse=false
+"$build/tools/dao" plan "$build/demo-mlp.trace" --strategy caching --config fast_reuse=false \
+  --strategy buddy
 step "done"

@@ -18,9 +18,8 @@ namespace ours {
 
 #define SAME_VALUE(name) \
   static_assert(static_cast<long long>(ours::name) == static_cast<long long>(::name), #name)
-#define SAME_SIZE(type)                                                            \
-  static_assert(sizeof(ours::type) == sizeof(::type) &&                            \
-                    alignof(ours::type) == alignof(::type),                        \
+#define SAME_SIZE(type)                                                                         \
+  static_assert(sizeof(ours::type) == sizeof(::type) && alignof(ours::type) == alignof(::type), \
                 "size or alignment of " #type)
 #define SAME_OFFSET(type, field) \
   static_assert(offsetof(ours::type, field) == offsetof(::type, field), #type "." #field)
@@ -77,9 +76,9 @@ SAME_SIZE(CUmemAccessDesc);
 static_assert(std::is_signed<ours::CUdevice>::value == std::is_signed<::CUdevice>::value,
               "CUdevice signedness");
 static_assert(std::is_same<ours::CUdeviceptr, ::CUdeviceptr>::value, "CUdeviceptr");
-static_assert(std::is_same<ours::CUmemGenericAllocationHandle,
-                           ::CUmemGenericAllocationHandle>::value,
-              "CUmemGenericAllocationHandle");
+static_assert(
+    std::is_same<ours::CUmemGenericAllocationHandle, ::CUmemGenericAllocationHandle>::value,
+    "CUmemGenericAllocationHandle");
 SAME_OFFSET(CUmemLocation, type);
 SAME_OFFSET(CUmemLocation, id);
 SAME_OFFSET(CUmemAllocationProp, type);

@@ -54,12 +54,12 @@ typedef enum cudaError_enum {
   CUDA_ERROR_ILLEGAL_ADDRESS = 700
 } CUresult;
 
-typedef int CUdevice;                     /* CUdevice_v1: a device ordinal */
-typedef unsigned long long CUdeviceptr;   /* CUdeviceptr_v2 (64-bit hosts) */
-typedef struct CUctx_st *CUcontext;       /* a context */
-typedef struct CUstream_st *CUstream;     /* a stream */
-typedef struct CUevent_st *CUevent;       /* an event */
-typedef void (*CUhostFn)(void *userData); /* cuLaunchHostFunc's callback */
+typedef int CUdevice;                                    /* CUdevice_v1: a device ordinal */
+typedef unsigned long long CUdeviceptr;                  /* CUdeviceptr_v2 (64-bit hosts) */
+typedef struct CUctx_st *CUcontext;                      /* a context */
+typedef struct CUstream_st *CUstream;                    /* a stream */
+typedef struct CUevent_st *CUevent;                      /* an event */
+typedef void (*CUhostFn)(void *userData);                /* cuLaunchHostFunc's callback */
 typedef unsigned long long CUmemGenericAllocationHandle; /* _v1 */
 
 /** Device attributes (cuDeviceGetAttribute): only the one libdao asks. */
@@ -89,9 +89,9 @@ typedef enum CUmemAttach_flags_enum {
 } CUmemAttach_flags;
 
 /* cuMemHostAlloc flags (macros in cuda.h, spelled the same). */
-#define CU_MEMHOSTALLOC_PORTABLE        0x01
-#define CU_MEMHOSTALLOC_DEVICEMAP       0x02
-#define CU_MEMHOSTALLOC_WRITECOMBINED   0x04
+#define CU_MEMHOSTALLOC_PORTABLE 0x01
+#define CU_MEMHOSTALLOC_DEVICEMAP 0x02
+#define CU_MEMHOSTALLOC_WRITECOMBINED 0x04
 
 /* --- Virtual memory management (CUDA 10.2 and later) --- */
 

@@ -10,7 +10,9 @@
 #   - projects of C, C++ and Fortran only, and the components mpi and fortran
 #     present and missing (cmake_consumers.sh);
 #   - the installed `dao` tool (info, --help);
-#   - the SONAME (libdao.so.0) and that only dao_* symbols are exported.
+#   - the SONAME (libdao.so.0) and that only dao_* symbols are exported;
+#   - every installed file is named by README.md's "Installed files" list
+#     (tests/packaging/check-docs-lists.py --installed).
 #
 # Usage: run_install_test.sh <build-dir> <scratch-dir>
 # The scratch directory is emptied first.
@@ -125,6 +127,13 @@ tail -n 1 "$scratch/consumer_cmake_static.log"
 
 step "find_package(dao) in C, C++ and Fortran projects, with and without components"
 "$here/cmake_consumers.sh" "$prefix" "$scratch/consumers" "$libdir"
+
+step "every installed file is in README.md's Installed files list"
+if command -v python3 > /dev/null; then
+  python3 "$here/../packaging/check-docs-lists.py" "$here/../.." --installed "$prefix"
+else
+  echo "python3 not found: skipped"
+fi
 
 step "installed dao tool"
 "$prefix/bin/dao" --help > "$scratch/dao-help.txt" || fail "dao --help failed"

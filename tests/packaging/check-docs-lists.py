@@ -100,7 +100,7 @@ def main(argv):
     # Installed files.
     if len(argv) == 4:
         prefix = argv[3]
-        globs = re.findall(r"^\s*[-|]\s*`([^`]+)`", installed_section, re.M)
+        globs = [g for g in re.findall(r"`([^`\s]+)`", installed_section) if "/" in g]
         if not globs:
             problems.append("README.md's Installed files list has no `path` entries")
         multiarch = re.compile(r"^lib/[a-z0-9_]+-linux-[a-z0-9_]+/")
