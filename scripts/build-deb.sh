@@ -144,7 +144,10 @@ for pf in libdao0:$ma/libdao.so.0 libdao-dev:usr/include/dao.h libdao-dev:usr/in
   pkg=${pf%%:*} f=${pf#*:}
   deb=$(ls "$out"/src/"${pkg}"_*.deb 2> /dev/null | head -n 1)
   [ -n "$deb" ] || fail "no package $pkg was built"
-  dpkg-deb -c "$deb" | grep -q " \./$f\( \|$\)" || fail "/$f is not in $pkg"
+  # (The listing is kept in a variable: with pipefail, `dpkg-deb -c | grep -q`
+  # fails when grep exits first and dpkg-deb gets SIGPIPE.)
+  contents=$(dpkg-deb -c "$deb")
+  grep -q " \./$f\( \|$\)" <<< "$contents" || fail "/$f is not in $pkg"
 done
 for deb in "${debs[@]}"; do
   case $(dpkg-deb -f "$deb" Depends) in
