@@ -23,7 +23,8 @@
 #
 # Usage: scripts/build-deb.sh [OUT_DIR]     (default: build-deb/)
 # Environment: DAO_DEB_JOBS (parallel jobs, default nproc), DAO_DEB_FROM=HEAD,
-# DAO_DEB_PROFILES (dpkg build profiles, e.g. nocheck).
+# DAO_DEB_PROFILES (dpkg build profiles, e.g. nocheck), DAO_DEB_CHECK_ONLY=1
+# (steps 3 and 4 only, on the packages of a previous run in OUT_DIR).
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -62,10 +63,15 @@ if [ ${#missing[@]} -gt 0 ]; then apt_install "${missing[@]}"; fi
 version=$(dpkg-parsechangelog -l "$root/debian/changelog" -S Version)
 upstream=${version#*:}
 upstream=${upstream%-*}
-rm -rf "$out"
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 srcdir=$out/src/libdao-$upstream
+if [ "${DAO_DEB_CHECK_ONLY:-0}" = 1 ]; then
+  # Steps 3 and 4 only, on the packages a previous run left in OUT_DIR.
+  [ -f "$srcdir/debian/control" ] || fail "DAO_DEB_CHECK_ONLY=1: no previous build in $out"
+  rm -rf "$out/prefix" "$out/consumer"
+else
+rm -rf "$out"
 mkdir -p "$srcdir"
 step "copy the tree into $srcdir"
 if [ "${DAO_DEB_FROM:-}" = "HEAD" ]; then
@@ -103,6 +109,7 @@ grep -E '^[0-9]+% tests passed|tests failed out of' "$out/build.log" || true
 # dpkg-gensymbols says here when the library exports symbols that
 # debian/libdao0.symbols does not list yet (scripts/update-abi.sh adds them).
 grep -A12 '^dpkg-gensymbols: warning' "$out/build.log" || true
+fi
 changes=$(ls "$out"/src/libdao_"${version#*:}"_*.changes)
 debs=("$out"/src/*.deb)
 for deb in "${debs[@]}"; do
@@ -161,8 +168,8 @@ case $libdao0_depends in
   *gfortran*|*mpi*) fail "libdao0 depends on Fortran or MPI: $libdao0_depends" ;;
 esac
 # The CUDA backend is in the library (no toolkit was needed to build it).
-strings "$prefix/$ma/libdao.so.0" | grep -q "^libcuda.so.1$" ||
-  fail "libdao.so.0 was built without the CUDA backend"
+lib_strings=$(strings "$prefix/$ma/libdao.so.0")
+grep -q "^libcuda.so.1$" <<< "$lib_strings" || fail "libdao.so.0 was built without the CUDA backend"
 
 # Only this prefix: PKG_CONFIG_LIBDIR leaves out the system's .pc files, and
 # the .pc files locate the tree from their own place (${pcfiledir}).
@@ -264,12 +271,15 @@ sed -n '1p;/^cuda:/,/backend/p' "$work/dao-info.txt"
 LD_LIBRARY_PATH=$libdir "$dao" info --json > "$work/dao-info.json" || fail "dao info --json failed"
 
 step "the autopkgtests (debian/tests) against the unpacked packages"
+# The unpacked tree first, then the system's .pc files, as the dependencies
+# of the packages (MPI's ompi-c.pc for dao-mpi.pc) would be on a system.
 mkdir -p "$work/autopkgtest"
 tests=$(sed -n 's/^Tests: *//p' "$srcdir/debian/tests/control")
 for t in $tests; do
   t0=$SECONDS
   (cd "$srcdir" && AUTOPKGTEST_TMP="$work/autopkgtest/$t" CMAKE_PREFIX_PATH="$prefix/usr" \
      DAO_PREFIX="$prefix/usr" DAO_LIBDIR="$libdir" LD_LIBRARY_PATH="$libdir" \
+     PKG_CONFIG_LIBDIR="$pcdir:/usr/lib/$multiarch/pkgconfig:/usr/share/pkgconfig" \
      PATH="$prefix/usr/bin:$PATH" PYTHONPATH="$prefix/usr/lib/python3/dist-packages" \
      sh -c 'mkdir -p "$AUTOPKGTEST_TMP" && exec "debian/tests/$0"' "$t") \
     > "$work/autopkgtest-$t.log" 2>&1 ||
