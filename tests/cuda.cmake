@@ -40,8 +40,8 @@ if(DAO_CUDA_ENABLED)
     set_tests_properties(cuda_api_matches_toolkit PROPERTIES LABELS "unit;cuda"
       PASS_REGULAR_EXPRESSION "agrees with cuda.h of CUDA_VERSION [0-9]+")
   else()
-    message(STATUS "libdao: no CUDA toolkit; test cuda_api_matches_toolkit not registered "
-                   "(the build does not need one)")
+    message(STATUS "libdao: no CUDA toolkit's cuda.h (DAO_CUDA_TOOLKIT_INCLUDE_DIR); test "
+                   "cuda_api_matches_toolkit not registered (the build does not need one)")
   endif()
 
   add_executable(test_cuda_backend ${CMAKE_CURRENT_LIST_DIR}/test_cuda_backend.c)
