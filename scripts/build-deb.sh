@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Builds the Debian packages of libdao (libdao0, libdao-dev, libdao-doc,
-# dao-tools, python3-dao) and checks them the way a user meets them:
+# Builds the Debian packages of libdao (libdao0, libdao-dev, libdao-fortran0,
+# libdao-fortran-dev, libdao-mpi0, libdao-mpi-dev, libdao-doc, dao-tools,
+# python3-dao) and checks them the way a user meets them:
 #   1. installs what the build needs from Debian when it is missing
 #      (dpkg-dev, debhelper, lintian, then the package's Build-Depends);
 #   2. copies the tree (tracked and untracked files that git does not
@@ -8,18 +9,22 @@
 #      the upstream tarball (the tree without debian/), and builds the source
 #      and binary packages there with dpkg-buildpackage -us -uc, so the
 #      working tree stays clean;
-#   3. runs lintian on the result and fails on any error;
-#   4. unpacks every .deb with dpkg-deb -x into a fresh prefix (no root, no
-#      chroot) and builds and runs programs against it: the C consumer of
-#      tests/install through pkg-config (shared and static) and through
-#      find_package(dao), the Fortran example through dao-fortran.pc when the
-#      packages have the binding, the installed `dao` tool, and the
-#      autopkgtests of debian/tests with the unpacked tree on their paths.
-# Any failure exits non-zero. See docs/packaging.md.
+#   3. runs lintian on the result and fails on any error or warning (the
+#      overrides in debian/*.lintian-overrides say why each one is there);
+#   4. checks what each package holds and depends on (libdao0: the C library
+#      alone, no gfortran, MPI or CUDA; the CUDA backend built in), unpacks
+#      every .deb with dpkg-deb -x into a fresh prefix (no root, no chroot)
+#      and builds and runs programs against it: the C consumer of
+#      tests/install through pkg-config (shared, --static and dao-static)
+#      and through find_package(dao), the installed `dao` tool, and every
+#      autopkgtest of debian/tests with the unpacked tree on its paths.
+# Any failure exits non-zero; the last line gives the time it took.
+# See docs/packaging.md.
 #
 # Usage: scripts/build-deb.sh [OUT_DIR]     (default: build-deb/)
 # Environment: DAO_DEB_JOBS (parallel jobs, default nproc), DAO_DEB_FROM=HEAD,
-# DAO_DEB_PROFILES (dpkg build profiles, e.g. pkg.libdao.cuda).
+# DAO_DEB_PROFILES (dpkg build profiles, e.g. nocheck), DAO_DEB_CHECK_ONLY=1
+# (steps 3 and 4 only, on the packages of a previous run in OUT_DIR).
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -58,10 +63,15 @@ if [ ${#missing[@]} -gt 0 ]; then apt_install "${missing[@]}"; fi
 version=$(dpkg-parsechangelog -l "$root/debian/changelog" -S Version)
 upstream=${version#*:}
 upstream=${upstream%-*}
-rm -rf "$out"
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 srcdir=$out/src/libdao-$upstream
+if [ "${DAO_DEB_CHECK_ONLY:-0}" = 1 ]; then
+  # Steps 3 and 4 only, on the packages a previous run left in OUT_DIR.
+  [ -f "$srcdir/debian/control" ] || fail "DAO_DEB_CHECK_ONLY=1: no previous build in $out"
+  rm -rf "$out/prefix" "$out/consumer"
+else
+rm -rf "$out"
 mkdir -p "$srcdir"
 step "copy the tree into $srcdir"
 if [ "${DAO_DEB_FROM:-}" = "HEAD" ]; then
@@ -99,6 +109,7 @@ grep -E '^[0-9]+% tests passed|tests failed out of' "$out/build.log" || true
 # dpkg-gensymbols says here when the library exports symbols that
 # debian/libdao0.symbols does not list yet (scripts/update-abi.sh adds them).
 grep -A12 '^dpkg-gensymbols: warning' "$out/build.log" || true
+fi
 changes=$(ls "$out"/src/libdao_"${version#*:}"_*.changes)
 debs=("$out"/src/*.deb)
 for deb in "${debs[@]}"; do
@@ -108,12 +119,13 @@ done
 # --- 3. lintian --------------------------------------------------------------------------
 step "lintian"
 rc=0
-lintian --fail-on error --display-info --tag-display-limit 0 "$changes" > "$out/lintian.txt" 2>&1 || rc=$?
+lintian --fail-on error,warning --display-info --tag-display-limit 0 "$changes" \
+  > "$out/lintian.txt" 2>&1 || rc=$?
 cat "$out/lintian.txt"
 for level in E W I; do
   printf '%s: %s tags\n' "$level" "$(grep -c "^$level: " "$out/lintian.txt" || true)"
 done
-[ "$rc" -eq 0 ] || fail "lintian reported errors (status $rc)"
+[ "$rc" -eq 0 ] || fail "lintian reported errors or warnings (status $rc)"
 
 # --- 4. a fresh prefix and programs built against it ---------------------------------------
 prefix=$out/prefix
@@ -123,17 +135,41 @@ for deb in "${debs[@]}"; do dpkg-deb -x "$deb" "$prefix"; done
 multiarch=$(dpkg-architecture -qDEB_HOST_MULTIARCH)
 libdir=$prefix/usr/lib/$multiarch
 pcdir=$libdir/pkgconfig
-for f in usr/include/dao.h usr/include/dao/version.h "usr/lib/$multiarch/libdao.so.0" \
-         "usr/lib/$multiarch/libdao.a" "usr/lib/$multiarch/pkgconfig/dao.pc" \
-         "usr/lib/$multiarch/cmake/dao/daoConfig.cmake" usr/bin/dao \
-         usr/share/doc/libdao-doc/html/index.html usr/share/man/man1/dao.1.gz; do
-  [ -e "$prefix/$f" ] || fail "/$f is in no package"
+# package:file that each package must hold.
+ma=usr/lib/$multiarch
+for pf in libdao0:$ma/libdao.so.0 libdao-dev:usr/include/dao.h libdao-dev:usr/include/dao/version.h \
+          libdao-dev:$ma/libdao.a libdao-dev:$ma/pkgconfig/dao.pc \
+          libdao-dev:$ma/pkgconfig/dao-static.pc libdao-dev:$ma/cmake/dao/daoConfig.cmake \
+          libdao-fortran0:$ma/libdao_fortran.so.0 libdao-fortran-dev:$ma/pkgconfig/dao-fortran.pc \
+          libdao-fortran-dev:usr/include/dao/fortran/dao.mod \
+          libdao-fortran-dev:$ma/cmake/dao/daoFortranTargets.cmake \
+          libdao-mpi0:$ma/libdao_mpi.so.0 libdao-mpi-dev:$ma/pkgconfig/dao-mpi.pc \
+          libdao-mpi-dev:usr/include/dao/whole_mpi.h libdao-mpi-dev:$ma/cmake/dao/daoMpiTargets.cmake \
+          dao-tools:usr/bin/dao dao-tools:usr/share/man/man1/dao.1.gz \
+          libdao-doc:usr/share/doc/libdao-doc/html/index.html \
+          python3-dao:usr/lib/python3/dist-packages/dao/__init__.py; do
+  pkg=${pf%%:*} f=${pf#*:}
+  deb=$(ls "$out"/src/"${pkg}"_*.deb 2> /dev/null | head -n 1)
+  [ -n "$deb" ] || fail "no package $pkg was built"
+  # (The listing is kept in a variable: with pipefail, `dpkg-deb -c | grep -q`
+  # fails when grep exits first and dpkg-deb gets SIGPIPE.)
+  contents=$(dpkg-deb -c "$deb")
+  grep -q " \./$f\( \|$\)" <<< "$contents" || fail "/$f is not in $pkg"
 done
 for deb in "${debs[@]}"; do
   case $(dpkg-deb -f "$deb" Depends) in
     *cuda*|*nvidia*) fail "$(basename "$deb") depends on a CUDA package" ;;
   esac
 done
+# libdao0 is the C library alone: nothing of Fortran or MPI.
+libdao0_depends=$(dpkg-deb -f "$(ls "$out"/src/libdao0_*.deb)" Depends)
+echo "libdao0 depends on: $libdao0_depends"
+case $libdao0_depends in
+  *gfortran*|*mpi*) fail "libdao0 depends on Fortran or MPI: $libdao0_depends" ;;
+esac
+# The CUDA backend is in the library (no toolkit was needed to build it).
+lib_strings=$(strings "$prefix/$ma/libdao.so.0")
+grep -q "^libcuda.so.1$" <<< "$lib_strings" || fail "libdao.so.0 was built without the CUDA backend"
 
 # Only this prefix: PKG_CONFIG_LIBDIR leaves out the system's .pc files, and
 # the .pc files locate the tree from their own place (${pcfiledir}).
@@ -180,6 +216,16 @@ esac
   { cat "$work/consumer_static.log"; fail "the static consumer failed"; }
 tail -n 1 "$work/consumer_static.log"
 
+step "consumer through pkg-config dao-static"
+# shellcheck disable=SC2046
+cc "${cflags_strict[@]}" "$consumer" -o "$work/consumer_dao_static" $(pkg-config --cflags --libs dao-static)
+case $(readelf -d "$work/consumer_dao_static") in
+  *"NEEDED"*"[libdao"*) fail "the dao-static consumer still needs the shared libdao" ;;
+esac
+"$work/consumer_dao_static" > "$work/consumer_dao_static.log" ||
+  { cat "$work/consumer_dao_static.log"; fail "the dao-static consumer failed"; }
+tail -n 1 "$work/consumer_dao_static.log"
+
 step "consumer through find_package(dao)"
 cmake -S "$srcdir/tests/install/consumer_cmake" -B "$work/cmake" \
   -DCMAKE_PREFIX_PATH="$prefix/usr" -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF \
@@ -225,16 +271,22 @@ sed -n '1p;/^cuda:/,/backend/p' "$work/dao-info.txt"
 LD_LIBRARY_PATH=$libdir "$dao" info --json > "$work/dao-info.json" || fail "dao info --json failed"
 
 step "the autopkgtests (debian/tests) against the unpacked packages"
+# The unpacked tree first, then the system's .pc files, as the dependencies
+# of the packages (MPI's ompi-c.pc for dao-mpi.pc) would be on a system.
 mkdir -p "$work/autopkgtest"
-for t in build-consumer dao-tool python3-dao; do
-  (cd "$srcdir" && AUTOPKGTEST_TMP="$work/autopkgtest" CMAKE_PREFIX_PATH="$prefix/usr" \
-     LD_LIBRARY_PATH="$libdir" PATH="$prefix/usr/bin:$PATH" \
-     PYTHONPATH="$prefix/usr/lib/python3/dist-packages" "debian/tests/$t") \
+tests=$(sed -n 's/^Tests: *//p' "$srcdir/debian/tests/control")
+for t in $tests; do
+  t0=$SECONDS
+  (cd "$srcdir" && AUTOPKGTEST_TMP="$work/autopkgtest/$t" CMAKE_PREFIX_PATH="$prefix/usr" \
+     DAO_PREFIX="$prefix/usr" DAO_LIBDIR="$libdir" LD_LIBRARY_PATH="$libdir" \
+     PKG_CONFIG_LIBDIR="$pcdir:/usr/lib/$multiarch/pkgconfig:/usr/share/pkgconfig" \
+     PATH="$prefix/usr/bin:$PATH" PYTHONPATH="$prefix/usr/lib/python3/dist-packages" \
+     sh -c 'mkdir -p "$AUTOPKGTEST_TMP" && exec "debian/tests/$0"' "$t") \
     > "$work/autopkgtest-$t.log" 2>&1 ||
     { cat "$work/autopkgtest-$t.log"; fail "autopkgtest $t failed"; }
-  tail -n 1 "$work/autopkgtest-$t.log"
+  echo "$t: $(tail -n 1 "$work/autopkgtest-$t.log") ($((SECONDS - t0)) s)"
 done
 
 step "done"
 echo "packages: $out/src/*.deb; lintian: $out/lintian.txt; build log: $out/build.log"
-echo "build-deb: OK ($((SECONDS - start)) s)"
+echo "build-deb: OK ($((SECONDS - start)) s, $(nproc) cores; load average now: $(cut -d' ' -f1-3 /proc/loadavg))"

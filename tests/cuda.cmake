@@ -3,10 +3,12 @@
 # driver (tests/fake_cuda) that serves the driver API from host memory. A
 # process loads the driver once, so one executable runs once per situation.
 # Included from tests/CMakeLists.txt; needs DAO_CUDA_ENABLED,
-# DAO_CUDA_INCLUDE_DIR, DAO_WARNING_FLAGS and CMOCKA_LIBRARY.
+# DAO_WARNING_FLAGS and CMOCKA_LIBRARY. The fake driver and the test take the
+# driver API declarations from src/resource/cuda_api.h, like libdao, so all
+# of this builds without a CUDA toolkit, on every machine.
 if(DAO_CUDA_ENABLED)
   add_library(dao_fake_cuda SHARED ${CMAKE_CURRENT_LIST_DIR}/fake_cuda/fake_cuda.c)
-  target_include_directories(dao_fake_cuda SYSTEM PRIVATE ${DAO_CUDA_INCLUDE_DIR})
+  target_include_directories(dao_fake_cuda PRIVATE ${PROJECT_SOURCE_DIR}/src)
   target_compile_options(dao_fake_cuda PRIVATE ${DAO_WARNING_FLAGS})
   target_link_libraries(dao_fake_cuda PRIVATE Threads::Threads)
   # Its entry points must be exported whatever the project's defaults are.
@@ -14,11 +16,33 @@ if(DAO_CUDA_ENABLED)
   # The same driver without the virtual memory management entry points, as
   # an old driver.
   add_library(dao_fake_cuda_novmm SHARED ${CMAKE_CURRENT_LIST_DIR}/fake_cuda/fake_cuda.c)
-  target_include_directories(dao_fake_cuda_novmm SYSTEM PRIVATE ${DAO_CUDA_INCLUDE_DIR})
+  target_include_directories(dao_fake_cuda_novmm PRIVATE ${PROJECT_SOURCE_DIR}/src)
   target_compile_options(dao_fake_cuda_novmm PRIVATE ${DAO_WARNING_FLAGS})
   target_compile_definitions(dao_fake_cuda_novmm PRIVATE FAKE_CUDA_WITHOUT_VMM=1)
   target_link_libraries(dao_fake_cuda_novmm PRIVATE Threads::Threads)
   set_target_properties(dao_fake_cuda_novmm PROPERTIES C_VISIBILITY_PRESET default)
+
+  # Where a CUDA toolkit is installed, cuda_api.h is checked against its
+  # cuda.h: constants, sizes and offsets (cuda_api_check.cpp, at compile
+  # time) and prototypes (the fake driver compiled against cuda.h).
+  if(DAO_CUDA_TOOLKIT_INCLUDE_DIR)
+    add_executable(cuda_api_check ${CMAKE_CURRENT_LIST_DIR}/cuda_api_check.cpp)
+    target_include_directories(cuda_api_check PRIVATE ${PROJECT_SOURCE_DIR}/src)
+    target_include_directories(cuda_api_check SYSTEM PRIVATE ${DAO_CUDA_TOOLKIT_INCLUDE_DIR})
+    target_compile_options(cuda_api_check PRIVATE ${DAO_WARNING_FLAGS})
+    add_library(dao_fake_cuda_toolkit_check OBJECT ${CMAKE_CURRENT_LIST_DIR}/fake_cuda/fake_cuda.c)
+    target_include_directories(dao_fake_cuda_toolkit_check SYSTEM PRIVATE
+                               ${DAO_CUDA_TOOLKIT_INCLUDE_DIR})
+    target_compile_definitions(dao_fake_cuda_toolkit_check PRIVATE FAKE_CUDA_TOOLKIT_HEADER=1)
+    target_compile_options(dao_fake_cuda_toolkit_check PRIVATE ${DAO_WARNING_FLAGS})
+    add_dependencies(cuda_api_check dao_fake_cuda_toolkit_check)
+    add_test(NAME cuda_api_matches_toolkit COMMAND cuda_api_check)
+    set_tests_properties(cuda_api_matches_toolkit PROPERTIES LABELS "unit;cuda"
+      PASS_REGULAR_EXPRESSION "agrees with cuda.h of CUDA_VERSION [0-9]+")
+  else()
+    message(STATUS "libdao: no CUDA toolkit's cuda.h (DAO_CUDA_TOOLKIT_INCLUDE_DIR); test "
+                   "cuda_api_matches_toolkit not registered (the build does not need one)")
+  endif()
 
   add_executable(test_cuda_backend ${CMAKE_CURRENT_LIST_DIR}/test_cuda_backend.c)
   if(CMOCKA_INCLUDE_DIR)
@@ -26,8 +50,8 @@ if(DAO_CUDA_ENABLED)
   endif()
   target_link_libraries(test_cuda_backend PRIVATE dao ${CMOCKA_LIBRARY} Threads::Threads
                                                   ${CMAKE_DL_LIBS})
-  # cuda.h: the types of the fake driver's entry points it calls.
-  target_include_directories(test_cuda_backend SYSTEM PRIVATE ${DAO_CUDA_INCLUDE_DIR})
+  # cuda_api.h: the types of the fake driver's entry points it calls.
+  target_include_directories(test_cuda_backend PRIVATE ${PROJECT_SOURCE_DIR}/src)
   target_compile_options(test_cuda_backend PRIVATE ${DAO_WARNING_FLAGS})
   # Not linked (libdao dlopens it), but it must be built before the tests run.
   add_dependencies(test_cuda_backend dao_fake_cuda dao_fake_cuda_novmm)

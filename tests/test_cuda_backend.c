@@ -34,7 +34,7 @@
 
 #include <cmocka.h>
 
-#include <cuda.h> /* types of the fake driver's entry points */
+#include "resource/cuda_api.h" /* types of the fake driver's entry points */
 #include <dao.h>
 
 #define MiB ((size_t)1 << 20)

@@ -1,9 +1,11 @@
 // The CUDA driver API, loaded at run time with dlopen so that one libdao
 // binary works with and without an NVIDIA driver and has no link-time
-// dependency on CUDA. cuda.h is used for types and constants only.
+// dependency on CUDA. The types and constants come from cuda_api.h, the
+// private copy of the few driver API declarations used, so no CUDA toolkit is
+// needed to build either.
 #pragma once
 
-#include <cuda.h>
+#include "resource/cuda_api.h"
 
 #include <atomic>
 #include <cstddef>
@@ -16,7 +18,7 @@ namespace dao::detail {
 
 // The entry points libdao calls, resolved by their versioned names (cuda.h
 // #defines several names to their _v2 forms; these members are named
-// differently on purpose so the macros cannot touch them).
+// differently on purpose so such macros could not touch them).
 struct cuda_driver_api {
   CUresult (*init)(unsigned int flags) = nullptr;
   CUresult (*driver_get_version)(int* version) = nullptr;

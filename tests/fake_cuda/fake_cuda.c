@@ -33,10 +33,18 @@
  * of their own, so it really is asynchronous. The fake_cuda_* functions let
  * a test look inside.
  *
- * Prototypes come from cuda.h, so the compiler checks every signature
- * against the real API (cuda.h maps e.g. cuMemAlloc to cuMemAlloc_v2).
+ * Prototypes come from libdao's private src/resource/cuda_api.h, so the
+ * compiler checks every signature against the declarations libdao uses.
+ * Built with -DFAKE_CUDA_TOOLKIT_HEADER (tests/cuda.cmake, where a CUDA
+ * toolkit is found) it takes them from the toolkit's cuda.h instead, which
+ * checks those declarations against the real API (cuda.h maps e.g.
+ * cuMemAlloc to cuMemAlloc_v2).
  */
+#ifdef FAKE_CUDA_TOOLKIT_HEADER
 #include <cuda.h>
+#else
+#include "resource/cuda_api.h"
+#endif
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>

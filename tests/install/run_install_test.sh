@@ -3,10 +3,16 @@
 # the way a user of the library would meet it:
 #   - an outside C99 program (consumer.c) built with `pkg-config --cflags --libs dao`
 #     and run against the installed shared library;
-#   - the same program linked statically with `pkg-config --static --libs dao`;
+#   - the same program linked statically with `pkg-config --static --libs dao`,
+#     and with `pkg-config --libs dao-static` (no libdao.so in its dynamic
+#     section either way);
 #   - the same program built by a CMake project through find_package(dao);
+#   - projects of C, C++ and Fortran only, and the components mpi and fortran
+#     present and missing (cmake_consumers.sh);
 #   - the installed `dao` tool (info, --help);
-#   - the SONAME (libdao.so.0) and that only dao_* symbols are exported.
+#   - the SONAME (libdao.so.0) and that only dao_* symbols are exported;
+#   - every installed file is named by README.md's "Installed files" list
+#     (tests/packaging/check-docs-lists.py --installed).
 #
 # Usage: run_install_test.sh <build-dir> <scratch-dir>
 # The scratch directory is emptied first.
@@ -89,6 +95,23 @@ esac
   { cat "$scratch/consumer_static.log"; fail "consumer_static failed"; }
 tail -n 1 "$scratch/consumer_static.log"
 
+step "pkg-config --libs dao-static (static library, documented way)"
+static_flags=$(PKG_CONFIG_PATH=$pcdir pkg-config --cflags --libs dao-static)
+echo "$static_flags"
+case " $static_flags " in
+  *" -ldao "*) fail "dao-static.pc says -ldao, which the linker resolves to libdao.so" ;;
+esac
+# shellcheck disable=SC2086
+"$cc" "${cflags_strict[@]}" "$here/consumer.c" -o "$scratch/consumer_dao_static" $static_flags
+dynamic=$(readelf -d "$scratch/consumer_dao_static")
+case $dynamic in
+  *"NEEDED"*"[libdao"*) fail "consumer_dao_static still needs the shared libdao" ;;
+esac
+# Without LD_LIBRARY_PATH, and with the installed library out of reach.
+env -u LD_LIBRARY_PATH "$scratch/consumer_dao_static" > "$scratch/consumer_dao_static.log" ||
+  { cat "$scratch/consumer_dao_static.log"; fail "consumer_dao_static failed"; }
+tail -n 1 "$scratch/consumer_dao_static.log"
+
 step "find_package(dao) with CMAKE_PREFIX_PATH=$prefix"
 cmake -S "$here/consumer_cmake" -B "$scratch/cmake-build" -DCMAKE_PREFIX_PATH="$prefix" \
   -DCMAKE_BUILD_TYPE=Release > "$scratch/cmake-configure.log" ||
@@ -101,6 +124,16 @@ tail -n 1 "$scratch/consumer_cmake.log"
 "$scratch/cmake-build/consumer_static" > "$scratch/consumer_cmake_static.log" ||
   { cat "$scratch/consumer_cmake_static.log"; fail "the find_package consumer (dao::dao_static) failed"; }
 tail -n 1 "$scratch/consumer_cmake_static.log"
+
+step "find_package(dao) in C, C++ and Fortran projects, with and without components"
+"$here/cmake_consumers.sh" "$prefix" "$scratch/consumers" "$libdir"
+
+step "every installed file is in README.md's Installed files list"
+if command -v python3 > /dev/null; then
+  python3 "$here/../packaging/check-docs-lists.py" "$here/../.." --installed "$prefix"
+else
+  echo "python3 not found: skipped"
+fi
 
 step "installed dao tool"
 "$prefix/bin/dao" --help > "$scratch/dao-help.txt" || fail "dao --help failed"

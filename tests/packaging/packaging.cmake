@@ -27,3 +27,17 @@ if(DAO_ABIDIFF)
 else()
   message(STATUS "abi check skipped: abidiff not found (Debian: apt-get install abigail-tools)")
 endif()
+
+# The lists of README.md and docs/ (pages, headers, build options) name
+# everything the tree has (the installed files are checked by
+# install_consumer); docs_lists_check shows the check refuses what is missing.
+find_package(Python3 COMPONENTS Interpreter QUIET)
+if(Python3_Interpreter_FOUND)
+  add_test(NAME docs_lists
+    COMMAND Python3::Interpreter ${CMAKE_CURRENT_LIST_DIR}/check-docs-lists.py ${PROJECT_SOURCE_DIR})
+  add_test(NAME docs_lists_check
+    COMMAND ${CMAKE_CURRENT_LIST_DIR}/test-check-docs-lists.sh ${PROJECT_SOURCE_DIR})
+  set_tests_properties(docs_lists docs_lists_check PROPERTIES LABELS "unit;lint" TIMEOUT 60)
+else()
+  message(STATUS "libdao: no python3; tests docs_lists* not registered")
+endif()

@@ -52,19 +52,21 @@ echo "$fc example $flags"
 "$fc" -Wall -Wextra -Werror "$example" -o "$scratch/quickstart" $flags \
   -Wl,-rpath,"$libdir"
 "$scratch/quickstart"
-# The same through CMake: find_package(dao) and dao::dao_fortran.
+# The same through CMake, in a project of Fortran only (no C: the package
+# must not need FindThreads, which refuses to run without C or CXX):
+# find_package(dao COMPONENTS fortran) and dao::dao_fortran.
 mkdir -p "$scratch/cmake-src"
 cp "$example" "$scratch/cmake-src/quickstart.f90"
 cat > "$scratch/cmake-src/CMakeLists.txt" <<'CMAKE'
 cmake_minimum_required(VERSION 3.16)
-project(dao_fortran_consumer LANGUAGES Fortran C)
-find_package(dao REQUIRED)
+project(dao_fortran_consumer LANGUAGES Fortran)
+find_package(dao REQUIRED COMPONENTS fortran)
 add_executable(quickstart quickstart.f90)
 target_link_libraries(quickstart PRIVATE dao::dao_fortran)
 CMAKE
 cmake -S "$scratch/cmake-src" -B "$scratch/cmake-build" -DCMAKE_PREFIX_PATH="$prefix" \
   -DCMAKE_Fortran_COMPILER="$fc" -DCMAKE_BUILD_RPATH="$libdir" > "$scratch/cmake.log" 2>&1 ||
-  { cat "$scratch/cmake.log"; fail "find_package(dao) with dao::dao_fortran failed"; }
+  { cat "$scratch/cmake.log"; fail "find_package(dao COMPONENTS fortran) failed"; }
 cmake --build "$scratch/cmake-build" > "$scratch/cmake-build.log" 2>&1 ||
   { cat "$scratch/cmake-build.log"; fail "building against dao::dao_fortran failed"; }
 "$scratch/cmake-build/quickstart" > /dev/null
