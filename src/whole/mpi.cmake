@@ -37,17 +37,25 @@ install(TARGETS dao_mpi EXPORT daoMpiTargets
 install(EXPORT daoMpiTargets NAMESPACE dao:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/dao)
 
 # dao-mpi.pc: the include and link flags of MPI come from MPI's own
-# pkg-config file (Open MPI: ompi-c, MPICH: mpich) when there is one.
-set(DAO_MPI_PC_REQUIRES "")
+# pkg-config file when the machine has the one of this MPI, else they are
+# written out (cmake/DaoMpiPkgConfig.cmake).
+include(${PROJECT_SOURCE_DIR}/cmake/DaoMpiPkgConfig.cmake)
+set(_dao_mpi_modules "")
 foreach(_dao_mpi_pc ompi-c mpich)
   find_file(_dao_mpi_pc_file ${_dao_mpi_pc}.pc
-    PATHS /usr/lib/${CMAKE_LIBRARY_ARCHITECTURE}/pkgconfig /usr/lib/pkgconfig /usr/share/pkgconfig
+    PATHS ENV PKG_CONFIG_PATH /usr/lib/${CMAKE_LIBRARY_ARCHITECTURE}/pkgconfig /usr/lib/pkgconfig
+          /usr/share/pkgconfig
     NO_CACHE)
   if(_dao_mpi_pc_file)
-    set(DAO_MPI_PC_REQUIRES "${_dao_mpi_pc}")
-    break()
+    list(APPEND _dao_mpi_modules ${_dao_mpi_pc})
   endif()
+  unset(_dao_mpi_pc_file)
 endforeach()
+dao_mpi_pc_fields(DAO_MPI_PC_REQUIRES DAO_MPI_PC_CFLAGS DAO_MPI_PC_LIBS
+  VERSION "${MPI_C_LIBRARY_VERSION_STRING}"
+  INCLUDE_DIRS ${MPI_C_INCLUDE_DIRS}
+  LIBRARIES ${MPI_C_LIBRARIES}
+  MODULES ${_dao_mpi_modules})
 file(CONFIGURE OUTPUT ${PROJECT_BINARY_DIR}/dao-mpi.pc CONTENT [=[
 prefix=@DAO_PC_PREFIX@
 exec_prefix=${prefix}
@@ -59,7 +67,7 @@ Description: libdao partitioned memory over MPI (libdao-mpi)
 URL: @PROJECT_HOMEPAGE_URL@
 Version: @PROJECT_VERSION@
 Requires: dao @DAO_MPI_PC_REQUIRES@
-Cflags: -I${includedir}
-Libs: -L${libdir} -ldao_mpi
+Cflags: -I${includedir}@DAO_MPI_PC_CFLAGS@
+Libs: -L${libdir} -ldao_mpi@DAO_MPI_PC_LIBS@
 ]=] @ONLY)
 install(FILES ${PROJECT_BINARY_DIR}/dao-mpi.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)

@@ -41,3 +41,9 @@ if(Python3_Interpreter_FOUND)
 else()
   message(STATUS "libdao: no python3; tests docs_lists* not registered")
 endif()
+
+# dao-mpi.pc with any MPI (issue 19): MPI's own pkg-config module, or its
+# flags written out where it has none.
+add_test(NAME mpi_pc_fields
+  COMMAND ${CMAKE_COMMAND} -P ${CMAKE_CURRENT_LIST_DIR}/test-mpi-pc-fields.cmake)
+set_tests_properties(mpi_pc_fields PROPERTIES LABELS "unit" TIMEOUT 60)
