@@ -31,6 +31,8 @@ const char* function_of(std::uint32_t kind) {
     case call_kind::whole_store: return "dao_whole_store";
     case call_kind::whole_load: return "dao_whole_load";
     case call_kind::comm_barrier: return "dao_comm_barrier";
+    case call_kind::whole_gather_collective: return "dao_whole_gather_collective";
+    case call_kind::whole_scatter_collective: return "dao_whole_scatter_collective";
   }
   return "an unknown call";
 }

@@ -23,6 +23,8 @@ enum class call_kind : std::uint32_t {
   whole_store = 4,
   whole_load = 5,
   comm_barrier = 6,
+  whole_gather_collective = 7,
+  whole_scatter_collective = 8,
 };
 
 // One argument that every rank must pass alike.

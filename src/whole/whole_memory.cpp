@@ -205,6 +205,10 @@ void whole_memory::check_indices(const char* function, const std::int64_t* indic
 
 void whole_memory::gather(const std::int64_t* indices, std::size_t count, void* dst) {
   check_indices("dao_whole_gather", indices, count, dst, "dst");
+  gather_unchecked(indices, count, dst);
+}
+
+void whole_memory::gather_unchecked(const std::int64_t* indices, std::size_t count, void* dst) {
   if (count == 0) return;
   const std::size_t g = params_.entry_size;
   char* out = static_cast<char*>(dst);
@@ -244,6 +248,11 @@ void whole_memory::gather(const std::int64_t* indices, std::size_t count, void* 
 
 void whole_memory::scatter(const void* src, const std::int64_t* indices, std::size_t count) {
   check_indices("dao_whole_scatter", indices, count, src, "src");
+  scatter_unchecked(src, indices, count);
+}
+
+void whole_memory::scatter_unchecked(const void* src, const std::int64_t* indices,
+                                     std::size_t count) {
   if (count == 0) return;
   const std::size_t g = params_.entry_size;
   const char* in = static_cast<const char*>(src);
