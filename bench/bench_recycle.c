@@ -111,7 +111,7 @@ static void usage(FILE *out, const char *prog) {
 }
 
 static void parse_options(int argc, char **argv, options *o) {
-  static const char *const valued[] = {"--buffers", "--size", "--pool",
+  static const char *const valued[] = {"--buffers", "--size",   "--pool",
                                        "--reps",    "--config", "--place"};
   const char *prog = argv[0];
   int quick = 0, have_buffers = 0, have_reps = 0, i;
@@ -201,10 +201,10 @@ typedef struct row {
   row_kind kind;
   int pairs;
   int failed;
-  size_t size; /* bytes per buffer */
-  int touch;          /* fill and read every byte */
-  int host_data;      /* the host can write the buffers (not a CUDA place) */
-  dao_place place;    /* of the pool and of the baselines' buffers */
+  size_t size;     /* bytes per buffer */
+  int touch;       /* fill and read every byte */
+  int host_data;   /* the host can write the buffers (not a CUDA place) */
+  dao_place place; /* of the pool and of the baselines' buffers */
   char note[512];
   double *seconds; /* per repetition */
   double median_rate, best_rate;
@@ -571,7 +571,7 @@ static double run_once(row *r, uint64_t buffers) {
     sum += workers[k].sum;
     touched_sink += workers[k].sink;
   }
-  expected = !r->host_data         ? buffers
+  expected = !r->host_data      ? buffers
              : buffers % 2 == 0 ? buffers / 2 * (buffers + 1)
                                 : (buffers + 1) / 2 * buffers;
   if (!r->failed && sum != expected) {
@@ -673,7 +673,8 @@ static int prepare_row(row *r, const options *o) {
     }
   }
   snprintf(r->note, sizeof r->note, "%llu buffers %s up front, LIFO free list",
-           (unsigned long long)o->pool, r->place.kind == DAO_PLACE_CPU ? "malloc'ed" : "dao_alloc'ed");
+           (unsigned long long)o->pool,
+           r->place.kind == DAO_PLACE_CPU ? "malloc'ed" : "dao_alloc'ed");
   return 1;
 }
 
@@ -743,7 +744,7 @@ static void run_config(const options *o, result *out) {
   memset(rows, 0, sizeof rows);
   for (i = 0; i < NROWS; ++i) {
     rows[i].label = i / 2 == 1 && o->place.kind != DAO_PLACE_CPU ? "dao_alloc/free + mutex/cv queue"
-                                                                  : row_labels[i / 2];
+                                                                 : row_labels[i / 2];
     rows[i].kind = i / 2 == 0 ? KIND_DAO : i / 2 == 1 ? KIND_MALLOC : KIND_FREELIST;
     rows[i].pairs = 1 + i % 2;
     prepare_row(&rows[i], o);
@@ -775,8 +776,8 @@ static void run_config(const options *o, result *out) {
     finish_row(&rows[i], o);
   }
 
-  printf("%-30s %5s %13s %8s %10s %9s  %s\n", "path", "pairs", "M buffers/s", "best",
-         "ns/buffer", "GB/s", "notes");
+  printf("%-30s %5s %13s %8s %10s %9s  %s\n", "path", "pairs", "M buffers/s", "best", "ns/buffer",
+         "GB/s", "notes");
   printf("%-30s %5s %13s %8s %10s %9s\n", "", "", "(median)", "", "(median)", "(median)");
   for (i = 0; i < NROWS; ++i) {
     const row *r = &rows[i];
