@@ -21,6 +21,8 @@ struct record {
   std::uint64_t text_hash;
   char text[128];
   char message[384];
+  std::uint32_t extra_count;
+  std::uint64_t extras[kMaxExtras];  // not agreed on: see call_extras
 };
 
 const char* function_of(std::uint32_t kind) {
@@ -107,6 +109,10 @@ void reserve_agreement(transport& t) {
 }
 
 void agree_on_call(transport& t, const call& c, const outcome& mine) {
+  agree_on_call(t, c, mine, call_extras{});
+}
+
+void agree_on_call(transport& t, const call& c, const outcome& mine, const call_extras& extras) {
   record rec;
   std::memset(&rec, 0, sizeof rec);
   rec.kind = static_cast<std::uint32_t>(c.kind);
@@ -120,6 +126,10 @@ void agree_on_call(transport& t, const call& c, const outcome& mine) {
   rec.text_hash = fnv1a(text);
   copy_text(rec.text, sizeof rec.text, text);
   copy_text(rec.message, sizeof rec.message, mine.message.c_str());
+  const std::size_t n_extras = extras.count < kMaxExtras ? extras.count : kMaxExtras;
+  rec.extra_count = static_cast<std::uint32_t>(n_extras);
+  if (extras.mine != nullptr)
+    for (std::size_t i = 0; i < n_extras; ++i) rec.extras[i] = extras.mine[i];
 
   const records all = exchange(t, rec);
 
@@ -161,6 +171,12 @@ void agree_on_call(transport& t, const call& c, const outcome& mine) {
                           ? " (shown cut short)"
                           : ""));
       }
+    }
+  }
+  if (extras.all != nullptr) {
+    for (std::size_t r = 0; r < all.size(); ++r) {
+      const record x = all[r];
+      for (std::size_t i = 0; i < n_extras; ++i) extras.all[r * n_extras + i] = x.extras[i];
     }
   }
 }

@@ -7,10 +7,14 @@
 //      itself, after the exchange) and checks its arguments;
 //   2. the ranks agree on the call (one allgather: which call, which object,
 //      whether every rank's arguments were good), so that a bad argument
-//      anywhere fails every rank before anything moves;
-//   3. alltoall of counts; every rank makes room for what it will receive,
-//      and the ranks agree on that outcome (a rank out of memory must not
-//      leave the others inside the next collective);
+//      anywhere fails every rank before anything moves; with up to 64 ranks
+//      the same allgather carries every rank's counts per destination and
+//      the room it has for what it receives;
+//   3. (more than 64 ranks: an alltoall of counts); a rank that needs more
+//      room makes it, and the ranks agree on that outcome (a rank out of
+//      memory must not leave the others inside the next collective). Every
+//      rank knows every rank's need, so when none needs more room (a loop of
+//      batches of one size, after the first) this step is skipped on all;
 //   4. alltoallv of the indices (as offsets into the owner's part);
 //   5. gather: each owner copies the requested entries into one reply
 //      buffer, alltoallv of the entries, each rank puts them in place.
@@ -37,6 +41,12 @@ void transport::alltoallv(const void*, const std::size_t*, const std::size_t*, v
                           const std::size_t*, const std::size_t*, std::size_t) {
   throw error(DAO_ERR_INTERNAL, strprintf("%s transport: no alltoallv", name()));
 }
+
+namespace {
+// Counts per destination fit the agreement's record up to this many ranks
+// (plus one value: the room).
+constexpr std::size_t kInlineRanks = kMaxExtras - 1;
+}  // namespace
 
 void whole_memory::plan_exchange(const char* function, const std::int64_t* indices,
                                  std::size_t count, const char* pack) {
@@ -90,31 +100,74 @@ void whole_memory::plan_exchange(const char* function, const std::int64_t* indic
     x.slot[k] = i;
     if (pack != nullptr) std::memcpy(x.send_data.data() + k * g, pack + i * g, g);
   }
+  if (ranks <= kInlineRanks) {
+    // What goes into the agreement: counts per destination, then the room.
+    x.extras.assign(ranks + 1, 0);
+    for (std::size_t r = 0; r < ranks; ++r) x.extras[r] = x.send_count64[r];
+    std::size_t room = x.recv_index.size();
+    if (x.recv_data.size() / g < room) room = x.recv_data.size() / g;
+    x.extras[ranks] = room;
+    if (x.all_extras.size() < ranks * (ranks + 1)) x.all_extras.resize(ranks * (ranks + 1));
+  }
+}
+
+void whole_memory::agree_on_exchange(const call& c, const outcome& mine) {
+  transport& t = comm_.net();
+  const auto ranks = static_cast<std::size_t>(comm_.size());
+  if (ranks > kInlineRanks || !mine.ok()) {
+    agree_on_call(t, c, mine);  // throws when `mine` failed
+    return;
+  }
+  exchange_buffers& x = *exchange_;
+  agree_on_call(t, c, mine, call_extras{x.extras.data(), ranks + 1, x.all_extras.data()});
 }
 
 void whole_memory::exchange_indices(const char* function) {
   exchange_buffers& x = *exchange_;
   transport& t = comm_.net();
   const auto ranks = static_cast<std::size_t>(comm_.size());
-  t.alltoall(x.send_count64.data(), sizeof(std::uint64_t), x.recv_count64.data());
-  const outcome room = capture([&] {
-    std::size_t received = 0;
-    for (std::size_t r = 0; r < ranks; ++r) {
-      x.recv_displs[r] = received;
-      x.recv_counts[r] = static_cast<std::size_t>(x.recv_count64[r]);
-      received += x.recv_counts[r];
+  const auto me = static_cast<std::size_t>(comm_.rank());
+  const std::size_t g = params_.entry_size;
+  bool grow = true;  // whether some rank needs more room: then the ranks agree on it
+  if (ranks <= kInlineRanks) {
+    // Every rank's counts came with the agreement: each rank sees what
+    // every rank will receive, and whether it has room, alike.
+    const std::size_t stride = ranks + 1;
+    grow = false;
+    for (std::size_t q = 0; q < ranks; ++q) {
+      std::uint64_t total = 0;
+      for (std::size_t r = 0; r < ranks; ++r) total += x.all_extras[r * stride + q];
+      if (total > t.exchange_limit()) {
+        throw unsupported(strprintf("%s: rank %zu would receive %llu entries, more than the %s "
+                                    "transport can exchange in one call (%zu)",
+                                    function, q, static_cast<unsigned long long>(total), t.name(),
+                                    t.exchange_limit()));
+      }
+      if (total > x.all_extras[q * stride + ranks]) grow = true;
     }
-    if (received > t.exchange_limit()) {
-      throw unsupported(strprintf("%s: rank %d would receive %zu entries, more than the %s "
-                                  "transport can exchange in one call (%zu)",
-                                  function, comm_.rank(), received, t.name(), t.exchange_limit()));
-    }
-    x.received = received;
-    if (x.recv_index.size() < received) x.recv_index.resize(received);
-    if (x.recv_data.size() < received * params_.entry_size)
-      x.recv_data.resize(received * params_.entry_size);
-  });
-  agree_on_outcome(t, function, room);
+    for (std::size_t r = 0; r < ranks; ++r) x.recv_count64[r] = x.all_extras[r * stride + me];
+  } else {
+    t.alltoall(x.send_count64.data(), sizeof(std::uint64_t), x.recv_count64.data());
+  }
+  std::size_t received = 0;
+  for (std::size_t r = 0; r < ranks; ++r) {
+    x.recv_displs[r] = received;
+    x.recv_counts[r] = static_cast<std::size_t>(x.recv_count64[r]);
+    received += x.recv_counts[r];
+  }
+  x.received = received;
+  if (grow) {
+    const outcome room = capture([&] {
+      if (received > t.exchange_limit()) {
+        throw unsupported(strprintf("%s: rank %zu would receive %zu entries, more than the %s "
+                                    "transport can exchange in one call (%zu)",
+                                    function, me, received, t.name(), t.exchange_limit()));
+      }
+      if (x.recv_index.size() < received) x.recv_index.resize(received);
+      if (x.recv_data.size() < received * g) x.recv_data.resize(received * g);
+    });
+    agree_on_outcome(t, function, room);
+  }
   t.alltoallv(x.send_index.data(), x.send_counts.data(), x.send_displs.data(), x.recv_index.data(),
               x.recv_counts.data(), x.recv_displs.data(), sizeof(std::int64_t));
   // Every index came from a rank that checked it against the same
@@ -130,11 +183,12 @@ void whole_memory::gather_collective(const std::int64_t* indices, std::size_t co
     if (exchange) plan_exchange(kFunction, indices, count, nullptr);
   });
   call c{kFunction, call_kind::whole_gather_collective, id_, {}, nullptr, nullptr};
-  agree_on_call(t, c, mine);
   if (!exchange) {
+    agree_on_call(t, c, mine);
     gather_unchecked(indices, count, dst);
     return;
   }
+  agree_on_exchange(c, mine);
   exchange_indices(kFunction);
   exchange_buffers& x = *exchange_;
   const std::size_t g = params_.entry_size;
@@ -167,11 +221,12 @@ void whole_memory::scatter_collective(const void* src, const std::int64_t* indic
     if (exchange) plan_exchange(kFunction, indices, count, in);
   });
   call c{kFunction, call_kind::whole_scatter_collective, id_, {}, nullptr, nullptr};
-  agree_on_call(t, c, mine);
   if (!exchange) {
+    agree_on_call(t, c, mine);
     scatter_unchecked(src, indices, count);
     return;
   }
+  agree_on_exchange(c, mine);
   exchange_indices(kFunction);
   exchange_buffers& x = *exchange_;
   const std::size_t g = params_.entry_size;

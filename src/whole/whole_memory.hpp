@@ -79,6 +79,9 @@ class whole_memory {
     std::vector<std::int64_t> recv_index;
     std::vector<char> send_data, recv_data;
     std::size_t sent = 0, received = 0;
+    // Up to 64 ranks: this rank's counts per destination and its room, sent
+    // with the agreement, and every rank's (rank r's at r * (ranks + 1)).
+    std::vector<std::uint64_t> extras, all_extras;
   };
   // Plans this rank's side of an exchange: which rank owns each index, the
   // indices to send (as offsets into their owners' parts) grouped by owner,
@@ -89,6 +92,8 @@ class whole_memory {
   // The exchange after the plan: counts, then the indices. Agrees with the
   // other ranks on the room for what arrives.
   void exchange_indices(const char* function);
+  // The agreement on a collective gather or scatter; carries the counts.
+  void agree_on_exchange(const call& c, const outcome& mine);
   void gather_unchecked(const std::int64_t* indices, std::size_t count, void* dst);
   void scatter_unchecked(const void* src, const std::int64_t* indices, std::size_t count);
 
