@@ -43,6 +43,21 @@ void transport::alltoallv(const void*, const std::size_t*, const std::size_t*, v
 }
 
 namespace {
+
+// One entry: fixed-size copies (inlined) for the common sizes, where a call
+// to memcpy per entry would cost more than the copy.
+inline void copy_entry(char* dst, const char* src, std::size_t g) noexcept {
+  switch (g) {
+    case 4: std::memcpy(dst, src, 4); return;
+    case 8: std::memcpy(dst, src, 8); return;
+    case 16: std::memcpy(dst, src, 16); return;
+    case 32: std::memcpy(dst, src, 32); return;
+    case 64: std::memcpy(dst, src, 64); return;
+    case 128: std::memcpy(dst, src, 128); return;
+    default: std::memcpy(dst, src, g); return;
+  }
+}
+
 // Counts per destination fit the agreement's record up to this many ranks
 // (plus one value: the room).
 constexpr std::size_t kInlineRanks = kMaxExtras - 1;
@@ -98,7 +113,7 @@ void whole_memory::plan_exchange(const char* function, const std::int64_t* indic
     const std::size_t k = cursor[r]++;
     x.send_index[k] = indices[i] - static_cast<std::int64_t>(first_[r]);
     x.slot[k] = i;
-    if (pack != nullptr) std::memcpy(x.send_data.data() + k * g, pack + i * g, g);
+    if (pack != nullptr) copy_entry(x.send_data.data() + k * g, pack + i * g, g);
   }
   if (ranks <= kInlineRanks) {
     // What goes into the agreement: counts per destination, then the room.
@@ -196,7 +211,7 @@ void whole_memory::gather_collective(const std::int64_t* indices, std::size_t co
   // Answer the requests: the reply goes out in the order they came in.
   char* reply = x.recv_data.data();
   for (std::size_t k = 0; k < x.received; ++k)
-    std::memcpy(reply + k * g, local + static_cast<std::size_t>(x.recv_index[k]) * g, g);
+    copy_entry(reply + k * g, local + static_cast<std::size_t>(x.recv_index[k]) * g, g);
   t.alltoallv(reply, x.recv_counts.data(), x.recv_displs.data(), x.send_data.data(),
               x.send_counts.data(), x.send_displs.data(), g);
   char* out = static_cast<char*>(dst);
@@ -204,10 +219,10 @@ void whole_memory::gather_collective(const std::int64_t* indices, std::size_t co
   const std::size_t mine_first = first_[me];
   for (std::size_t i = 0; i < count; ++i) {
     if (x.owner[i] != me) continue;
-    std::memcpy(out + i * g, local + (static_cast<std::size_t>(indices[i]) - mine_first) * g, g);
+    copy_entry(out + i * g, local + (static_cast<std::size_t>(indices[i]) - mine_first) * g, g);
   }
   const char* answers = x.send_data.data();
-  for (std::size_t k = 0; k < x.sent; ++k) std::memcpy(out + x.slot[k] * g, answers + k * g, g);
+  for (std::size_t k = 0; k < x.sent; ++k) copy_entry(out + x.slot[k] * g, answers + k * g, g);
 }
 
 void whole_memory::scatter_collective(const void* src, const std::int64_t* indices,
@@ -235,12 +250,12 @@ void whole_memory::scatter_collective(const void* src, const std::int64_t* indic
   char* local = storage_->part(comm_.rank());
   const char* arrived = x.recv_data.data();
   for (std::size_t k = 0; k < x.received; ++k)
-    std::memcpy(local + static_cast<std::size_t>(x.recv_index[k]) * g, arrived + k * g, g);
+    copy_entry(local + static_cast<std::size_t>(x.recv_index[k]) * g, arrived + k * g, g);
   const auto me = static_cast<std::uint32_t>(comm_.rank());
   const std::size_t mine_first = first_[me];
   for (std::size_t i = 0; i < count; ++i) {
     if (x.owner[i] != me) continue;
-    std::memcpy(local + (static_cast<std::size_t>(indices[i]) - mine_first) * g, in + i * g, g);
+    copy_entry(local + (static_cast<std::size_t>(indices[i]) - mine_first) * g, in + i * g, g);
   }
 }
 

@@ -219,7 +219,9 @@ void whole_memory::gather_unchecked(const std::int64_t* indices, std::size_t cou
     return;
   }
   window* w = storage_->win();
-  if (w == nullptr) {  // chunked: every part is mapped here
+  // Chunked: every part is mapped here; distributed on one rank: its part
+  // is all there is.
+  if (w == nullptr || comm_.size() == 1) {
     for (std::size_t i = 0; i < count; ++i) {
       const auto index = static_cast<std::size_t>(indices[i]);
       const int r = layout_.owner(index);
@@ -263,7 +265,7 @@ void whole_memory::scatter_unchecked(const void* src, const std::int64_t* indice
     return;
   }
   window* w = storage_->win();
-  if (w == nullptr) {
+  if (w == nullptr || comm_.size() == 1) {
     for (std::size_t i = 0; i < count; ++i) {
       const auto index = static_cast<std::size_t>(indices[i]);
       const int r = layout_.owner(index);
