@@ -61,6 +61,9 @@ void raise_peak(std::atomic<std::uint64_t>& peak, std::uint64_t value) noexcept 
 // arithmetic far from overflow.
 constexpr double kForeverSeconds = 1e9;
 
+// The longest a blocking call spins (and yields) before it sleeps.
+constexpr std::chrono::microseconds kSpinTime{50};
+
 std::size_t ring_capacity(std::size_t buffers) noexcept {
   std::size_t c = 2;
   while (c < buffers) c <<= 1;
@@ -335,6 +338,13 @@ recycle_pool::attempt recycle_pool::wait_for(wait_point& w, Attempt&& try_once, 
               : start + std::chrono::duration_cast<clock_type::duration>(
                             std::chrono::duration<double>(timeout));
   attempt result = attempt::none;
+  // Spinning stops after `spin` iterations or kSpinTime, whichever comes
+  // first: a partner that has not answered within some tens of microseconds
+  // is busy with the data (a large buffer being filled or read), and a
+  // thread that keeps yielding meanwhile takes time from it when threads
+  // share cores; sleeping costs a wake-up of a few microseconds instead.
+  const clock_type::time_point spin_until =
+      start + std::chrono::duration_cast<clock_type::duration>(kSpinTime);
   for (std::uint32_t i = 0; i < spin_; ++i) {
     // A short busy spin catches a partner running on another core; after
     // that, yield, so that a partner waiting for this core gets to run
@@ -343,7 +353,12 @@ recycle_pool::attempt recycle_pool::wait_for(wait_point& w, Attempt&& try_once, 
     else std::this_thread::yield();
     result = try_once();
     if (result != attempt::none) break;
-    if (!forever && (i & 63) == 63 && clock_type::now() >= until) break;
+    if (i >= 64 && (i & 15) == 15) {
+      const clock_type::time_point now = clock_type::now();
+      if (now >= spin_until || (!forever && now >= until)) break;
+    } else if (!forever && (i & 63) == 63 && clock_type::now() >= until) {
+      break;
+    }
   }
   if (result == attempt::none) {
     // Register, then re-check under the mutex. The registration and the
