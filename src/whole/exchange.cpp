@@ -29,6 +29,7 @@
 
 #include "core/error.hpp"
 #include "util/format.hpp"
+#include "whole/copy_entry.hpp"
 #include "whole/whole_memory.hpp"
 
 namespace dao::detail::whole {
@@ -43,20 +44,6 @@ void transport::alltoallv(const void*, const std::size_t*, const std::size_t*, v
 }
 
 namespace {
-
-// One entry: fixed-size copies (inlined) for the common sizes, where a call
-// to memcpy per entry would cost more than the copy.
-inline void copy_entry(char* dst, const char* src, std::size_t g) noexcept {
-  switch (g) {
-    case 4: std::memcpy(dst, src, 4); return;
-    case 8: std::memcpy(dst, src, 8); return;
-    case 16: std::memcpy(dst, src, 16); return;
-    case 32: std::memcpy(dst, src, 32); return;
-    case 64: std::memcpy(dst, src, 64); return;
-    case 128: std::memcpy(dst, src, 128); return;
-    default: std::memcpy(dst, src, g); return;
-  }
-}
 
 // Counts per destination fit the agreement's record up to this many ranks
 // (plus one value: the room).

@@ -6,6 +6,7 @@
 
 #include "core/error.hpp"
 #include "util/format.hpp"
+#include "whole/copy_entry.hpp"
 #include "whole/support.hpp"
 
 namespace dao::detail::whole {
@@ -215,18 +216,22 @@ void whole_memory::gather_unchecked(const std::int64_t* indices, std::size_t cou
 
   if (char* b = storage_->base()) {
     for (std::size_t i = 0; i < count; ++i)
-      std::memcpy(out + i * g, b + static_cast<std::size_t>(indices[i]) * g, g);
+      copy_entry(out + i * g, b + static_cast<std::size_t>(indices[i]) * g, g);
     return;
   }
   window* w = storage_->win();
-  // Chunked: every part is mapped here; distributed on one rank: its part
-  // is all there is.
-  if (w == nullptr || comm_.size() == 1) {
+  if (comm_.size() == 1) {  // one part, starting at entry 0
+    const char* part = storage_->part(0);
+    for (std::size_t i = 0; i < count; ++i)
+      copy_entry(out + i * g, part + static_cast<std::size_t>(indices[i]) * g, g);
+    return;
+  }
+  if (w == nullptr) {  // chunked: every part is mapped here
     for (std::size_t i = 0; i < count; ++i) {
       const auto index = static_cast<std::size_t>(indices[i]);
       const int r = layout_.owner(index);
-      std::memcpy(out + i * g,
-                  storage_->part(r) + (index - first_[static_cast<std::size_t>(r)]) * g, g);
+      copy_entry(out + i * g, storage_->part(r) + (index - first_[static_cast<std::size_t>(r)]) * g,
+                 g);
     }
     return;
   }
@@ -261,16 +266,22 @@ void whole_memory::scatter_unchecked(const void* src, const std::int64_t* indice
 
   if (char* b = storage_->base()) {
     for (std::size_t i = 0; i < count; ++i)
-      std::memcpy(b + static_cast<std::size_t>(indices[i]) * g, in + i * g, g);
+      copy_entry(b + static_cast<std::size_t>(indices[i]) * g, in + i * g, g);
     return;
   }
   window* w = storage_->win();
-  if (w == nullptr || comm_.size() == 1) {
+  if (comm_.size() == 1) {  // one part, starting at entry 0
+    char* part = storage_->part(0);
+    for (std::size_t i = 0; i < count; ++i)
+      copy_entry(part + static_cast<std::size_t>(indices[i]) * g, in + i * g, g);
+    return;
+  }
+  if (w == nullptr) {
     for (std::size_t i = 0; i < count; ++i) {
       const auto index = static_cast<std::size_t>(indices[i]);
       const int r = layout_.owner(index);
-      std::memcpy(storage_->part(r) + (index - first_[static_cast<std::size_t>(r)]) * g, in + i * g,
-                  g);
+      copy_entry(storage_->part(r) + (index - first_[static_cast<std::size_t>(r)]) * g, in + i * g,
+                 g);
     }
     return;
   }
