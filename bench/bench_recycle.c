@@ -94,7 +94,7 @@ static void usage(FILE *out, const char *prog) {
           "               (for example \"spin=0\": sleep at once when a call must wait)\n"
           "  --touch      producers fill whole buffers, consumers read all of them\n"
           "  --sweep      sizes 4 KiB, 64 KiB, 1 MiB, 16 MiB, one word and --touch each;\n"
-          "               100,000 buffers per repetition (20,000 of 16 MiB), 2 GiB of\n"
+          "               100,000 buffers per repetition (20,000 of 16 MiB), 4 GiB of\n"
           "               them touched (--buffers caps both), pools of at most 256 MiB\n"
           "               (--pool caps them), 3 reps unless --reps\n"
           "  --place P    cpu (default), sim (SIM device 0; 1 GiB unless DAO_SIM_DEVICES\n"
@@ -890,13 +890,13 @@ int main(int argc, char **argv) {
         const uint64_t size = sweep_sizes[k];
         /* Pools of at most 256 MiB (and at least 4 buffers). Repetitions
            of 100,000 buffers with one word touched (20,000 of 16 MiB: the
-           malloc rows map and unmap them), and of 2 GiB touched (at most
+           malloc rows map and unmap them), and of 4 GiB touched (at most
            200,000 buffers). */
         uint64_t pool = ((uint64_t)256 << 20) / size, buffers;
         if (pool > 64) pool = 64;
         if (pool < 4) pool = 4;
         if (o.have_pool && o.pool < pool) pool = o.pool;
-        buffers = touch ? ((uint64_t)2 << 30) / size : size > ((uint64_t)1 << 20) ? 20000 : 100000;
+        buffers = touch ? ((uint64_t)4 << 30) / size : size > ((uint64_t)1 << 20) ? 20000 : 100000;
         if (buffers > 200000) buffers = 200000;
         if (o.have_buffers && o.buffers < buffers) buffers = o.buffers < 2 ? 2 : o.buffers;
         c.size = size;

@@ -151,8 +151,9 @@ dao_status op_alltoall(void* self, const void* send, size_t bytes, void* recv) {
   return DAO_OK;
 }
 
-// Counts and displacements in units of `unit` bytes (one MPI datatype per
-// call), so that int counts reach INT_MAX entries rather than bytes. libdao
+// Counts and displacements in units of `unit` bytes; sent as bytes when
+// they fit an int so, else with one MPI datatype of `unit` bytes per call,
+// so that int counts reach INT_MAX entries rather than bytes. libdao
 // keeps every count and total within exchange_limit (INT_MAX), and every
 // rank passes the same unit: a failure here is the same on every rank.
 dao_status op_alltoallv(void* self, const void* send, const size_t* send_counts,
@@ -167,17 +168,31 @@ dao_status op_alltoallv(void* self, const void* send, const size_t* send_counts,
   int* sd = sc + n;
   int* rc = sd + n;
   int* rd = rc + n;
+  // In bytes (MPI_BYTE, as a hand-written exchange would send) when every
+  // count and displacement fits an int as bytes; else in units.
+  const size_t limit = static_cast<size_t>(INT_MAX);
+  bool bytes = true;
   for (size_t r = 0; r < n; ++r) {
-    if (send_counts[r] > INT_MAX || send_displs[r] > INT_MAX || recv_counts[r] > INT_MAX ||
-        recv_displs[r] > INT_MAX) {
+    if (send_counts[r] > limit || send_displs[r] > limit || recv_counts[r] > limit ||
+        recv_displs[r] > limit) {
       return fail(DAO_ERR_INTERNAL, "alltoallv: a count or displacement is larger than INT_MAX");
     }
-    sc[r] = static_cast<int>(send_counts[r]);
-    sd[r] = static_cast<int>(send_displs[r]);
-    rc[r] = static_cast<int>(recv_counts[r]);
-    rd[r] = static_cast<int>(recv_displs[r]);
+    const size_t largest = std::max(std::max(send_counts[r] + send_displs[r], recv_counts[r]),
+                                    recv_counts[r] + recv_displs[r]);
+    if (largest > limit / unit) bytes = false;
+  }
+  const size_t scale = bytes ? unit : 1;
+  for (size_t r = 0; r < n; ++r) {
+    sc[r] = static_cast<int>(send_counts[r] * scale);
+    sd[r] = static_cast<int>(send_displs[r] * scale);
+    rc[r] = static_cast<int>(recv_counts[r] * scale);
+    rd[r] = static_cast<int>(recv_displs[r] * scale);
   }
   serial lock(t);
+  if (bytes) {
+    DAO_MPI_TRY(MPI_Alltoallv(send, sc, sd, MPI_BYTE, recv, rc, rd, MPI_BYTE, t.comm));
+    return DAO_OK;
+  }
   MPI_Datatype type = MPI_DATATYPE_NULL;
   DAO_MPI_TRY(MPI_Type_contiguous(static_cast<int>(unit), MPI_BYTE, &type));
   dao_status s = check(MPI_Type_commit(&type), "MPI_Type_commit");
