@@ -24,6 +24,7 @@ struct record {
   std::uint32_t extra_count;
   std::uint64_t extras[kMaxExtras];  // not agreed on: see call_extras
 };
+static_assert(sizeof(record) <= kMaxAgreementRecord, "transports reserve kMaxAgreementRecord");
 
 const char* function_of(std::uint32_t kind) {
   switch (static_cast<call_kind>(kind)) {

@@ -89,6 +89,9 @@ void agree_on_call(transport& t, const call& c, const outcome& mine);
 // in the same allgather that agrees on the call (one collective step fewer
 // than a separate alltoall). At most kMaxExtras values.
 constexpr std::size_t kMaxExtras = 65;
+// The most bytes one rank's agreement record takes (collective.cpp checks
+// it); the in-process transport reserves this much per rank.
+constexpr std::size_t kMaxAgreementRecord = 2048;
 struct call_extras {
   const std::uint64_t* mine = nullptr;  // `count` values of this rank
   std::size_t count = 0;

@@ -115,7 +115,7 @@ class group {
   std::vector<std::vector<unsigned char>> slots_;
   std::vector<char> failed_;   // by rank: its last contribution could not be stored
   std::vector<offer> posted_;  // by rank: its part of the current all-to-all
-  static constexpr std::size_t kSlotBytes = 1024;
+  static constexpr std::size_t kSlotBytes = kMaxAgreementRecord;
 };
 
 // A window over memory of this process: gets and puts are copies, complete
