@@ -5,11 +5,19 @@
  *
  *  - malloc/free per buffer, handed over through a bounded queue guarded by
  *    a mutex and two condition variables (the straightforward pipeline);
- *  - a preallocated free list and a queue, both guarded the same way (a
- *    straightforward recycling pool without libdao).
+ *  - a preallocated free list (a stack: the buffer released last goes out
+ *    first) and a queue, both guarded the same way (a straightforward
+ *    recycling pool without libdao).
  *
  * Each producer writes one 64-bit word through the data pointer of each
- * buffer (its running number); each consumer reads it and sums. A
+ * buffer (its running number); each consumer reads it and sums. With
+ * --touch the producer fills the whole buffer and the consumer reads all of
+ * it (a real pipeline's case: the data crosses between the two cores).
+ * --sweep runs buffer sizes 4 KiB, 64 KiB, 1 MiB and 16 MiB, each with one
+ * word and with every byte touched, and prints buffers/s and GB/s of every
+ * row and whether libdao kept up with the mutex free list in each. --place
+ * puts the libdao pools (and the baselines' buffers, through dao_alloc) on
+ * a SIM or CUDA place instead of the CPU. A
  * repetition moves --buffers buffers in all, split evenly over the pairs;
  * only the movement is timed (threads are started and waiting before the
  * clock starts). The rows are timed in rounds, one repetition of every row
@@ -48,7 +56,8 @@
 #define MAX_PAIRS 2
 #define MAX_THREADS (2 * MAX_PAIRS)
 #define MAX_REPS 1000u
-#define TARGET_ONE_PAIR 5e6 /* buffers/s, from the issue */
+#define TARGET_ONE_PAIR 10e6 /* buffers/s at 4 KiB on a quiet machine (issue 22) */
+#define SWEEP_SIZES 4
 
 /* ------------------------------------------------------------------------ */
 /* Options                                                                  */
@@ -59,18 +68,23 @@ typedef struct options {
   uint64_t pool;    /* buffers per pool / queue capacity */
   uint64_t reps;
   const char *config; /* the libdao pools' config string */
+  int touch;          /* fill and read every byte */
+  int sweep;          /* sizes 4 KiB .. 16 MiB, one word and touched */
+  int have_buffers, have_reps, have_pool;
+  dao_place place; /* of the libdao pools and the baselines' buffers */
+  const char *place_name;
 } options;
 
 static void usage(FILE *out, const char *prog) {
   fprintf(out,
           "usage: %s [--buffers N] [--size BYTES] [--pool N] [--reps N] [--config STR]\n"
-          "       [--quick]\n"
+          "       [--touch] [--sweep] [--place cpu|sim|cuda] [--quick]\n"
           "\n"
           "Buffers per second through acquire -> submit -> take -> release of a libdao\n"
           "recycle pool with 1 and 2 producer/consumer pairs (threads), and through two\n"
           "baselines: malloc/free per buffer with a mutex+condvar queue, and a\n"
-          "preallocated mutex+condvar free list and queue. Producers write one word per\n"
-          "buffer, consumers read it.\n"
+          "preallocated mutex+condvar free list (a stack) and queue. Producers write one\n"
+          "word per buffer, consumers read it (--touch: every byte).\n"
           "\n"
           "  --buffers N  buffers per repetition, over all pairs, default 1000000\n"
           "  --size BYTES bytes per buffer (>= 8), default 4096\n"
@@ -78,6 +92,15 @@ static void usage(FILE *out, const char *prog) {
           "  --reps N     repetitions per row; the median and the best are shown, default 5\n"
           "  --config STR config string of the libdao pools, default \"name=bench\"\n"
           "               (for example \"spin=0\": sleep at once when a call must wait)\n"
+          "  --touch      producers fill whole buffers, consumers read all of them\n"
+          "  --sweep      sizes 4 KiB, 64 KiB, 1 MiB, 16 MiB, one word and --touch each;\n"
+          "               100,000 buffers per repetition (20,000 of 16 MiB), 4 GiB of\n"
+          "               them touched (--buffers caps both), pools of at most 256 MiB\n"
+          "               (--pool caps them), 3 reps unless --reps\n"
+          "  --place P    cpu (default), sim (SIM device 0; 1 GiB unless DAO_SIM_DEVICES\n"
+          "               says otherwise) or cuda (device 0): where the libdao pools and\n"
+          "               the baselines' buffers live (the baselines then use dao_alloc\n"
+          "               and dao_free on that place instead of malloc and free)\n"
           "  --quick      small run for CI smoke tests: 20000 buffers, 3 reps\n"
           "               (flags given explicitly still win)\n"
           "  --help       this text\n"
@@ -88,7 +111,8 @@ static void usage(FILE *out, const char *prog) {
 }
 
 static void parse_options(int argc, char **argv, options *o) {
-  static const char *const valued[] = {"--buffers", "--size", "--pool", "--reps", "--config"};
+  static const char *const valued[] = {"--buffers", "--size",   "--pool",
+                                       "--reps",    "--config", "--place"};
   const char *prog = argv[0];
   int quick = 0, have_buffers = 0, have_reps = 0, i;
   o->buffers = 1000000;
@@ -96,6 +120,9 @@ static void parse_options(int argc, char **argv, options *o) {
   o->pool = 64;
   o->reps = 5;
   o->config = "name=bench";
+  o->touch = o->sweep = o->have_pool = 0;
+  o->place = dao_place_cpu();
+  o->place_name = "cpu";
   for (i = 1; i < argc; ++i) {
     const char *arg = argv[i];
     const char *value = NULL, *flag = NULL;
@@ -105,6 +132,14 @@ static void parse_options(int argc, char **argv, options *o) {
     }
     if (strcmp(arg, "--quick") == 0) {
       quick = 1;
+      continue;
+    }
+    if (strcmp(arg, "--touch") == 0) {
+      o->touch = 1;
+      continue;
+    }
+    if (strcmp(arg, "--sweep") == 0) {
+      o->sweep = 1;
       continue;
     }
     /* "--flag N" or "--flag=N". */
@@ -118,6 +153,18 @@ static void parse_options(int argc, char **argv, options *o) {
       o->size = parse_count(prog, flag, value, 8, (uint64_t)1 << 30);
     } else if (strcmp(flag, "--pool") == 0) {
       o->pool = parse_count(prog, flag, value, 1, 1000000);
+      o->have_pool = 1;
+    } else if (strcmp(flag, "--place") == 0) {
+      if (strcmp(value, "cpu") == 0) {
+        o->place = dao_place_cpu();
+      } else if (strcmp(value, "sim") == 0) {
+        o->place = dao_place_sim(0);
+      } else if (strcmp(value, "cuda") == 0) {
+        o->place = dao_place_cuda(0);
+      } else {
+        bad_flag(prog, "--place: '%s' is not cpu, sim or cuda", value);
+      }
+      o->place_name = value;
     } else if (strcmp(flag, "--config") == 0) {
       o->config = value; /* checked by dao_recycle_create */
     } else {
@@ -129,6 +176,9 @@ static void parse_options(int argc, char **argv, options *o) {
     if (!have_buffers) o->buffers = 20000;
     if (!have_reps) o->reps = 3;
   }
+  if (o->sweep && !quick && !have_reps) o->reps = 3;
+  o->have_buffers = have_buffers;
+  o->have_reps = have_reps;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -151,13 +201,15 @@ typedef struct row {
   row_kind kind;
   int pairs;
   int failed;
-  size_t size; /* bytes per buffer */
+  size_t size;     /* bytes per buffer */
+  int touch;       /* fill and read every byte */
+  int host_data;   /* the host can write the buffers (not a CUDA place) */
+  dao_place place; /* of the pool and of the baselines' buffers */
   char note[512];
   double *seconds; /* per repetition */
   double median_rate, best_rate;
   /* KIND_DAO */
   dao_recycle_pool *pool;
-  dao_place place;
   uint64_t created_before, created_after; /* first and last timed repetition */
   size_t used_before, used_after;
   uint64_t steady_allocations; /* buffers created + reps where dao_used_internal moved */
@@ -194,6 +246,23 @@ static void queue_destroy(mc_queue *q) {
   pthread_mutex_destroy(&q->mu);
   free(q->ring);
   q->ring = NULL;
+}
+
+/* The free list of the mutex baseline: a stack (the buffer pushed last
+   goes out first, as libdao's free list does). NULL when closed. */
+static void *queue_pop_top(mc_queue *q) {
+  void *p;
+  pthread_mutex_lock(&q->mu);
+  while (q->count == 0 && !q->closed) pthread_cond_wait(&q->not_empty, &q->mu);
+  if (q->closed) {
+    pthread_mutex_unlock(&q->mu);
+    return NULL;
+  }
+  --q->count;
+  p = q->ring[(q->head + q->count) % q->capacity];
+  pthread_cond_signal(&q->not_full);
+  pthread_mutex_unlock(&q->mu);
+  return p;
 }
 
 /* 0 when the queue was closed. */
@@ -250,8 +319,53 @@ typedef struct worker {
   gate *start;
   uint64_t first, count; /* producer: values first+1 .. first+count */
   uint64_t sum;          /* consumer: sum of the values read */
+  uint64_t sink;         /* consumer, --touch: sum of the other words read */
   char error[256];
 } worker;
+
+/* What a producer writes: the value in the first word and, with --touch,
+   its low byte in every other byte. Nothing on a place the host cannot
+   write (CUDA). */
+static void fill_buffer(const row *r, void *p, uint64_t v) {
+  if (!r->host_data) return;
+  if (r->touch) memset(p, (int)(v & 0xff), r->size);
+  *(uint64_t *)p = v;
+}
+
+/* What a consumer reads back: the value (1 on a place the host cannot
+   read, where the rows count buffers instead), 0 when the last byte does
+   not belong to it (a mix-up). With --touch every word is read. */
+static uint64_t read_buffer(const row *r, const void *p, uint64_t *sink) {
+  uint64_t v, acc = 0;
+  size_t i, words;
+  if (!r->host_data) return 1;
+  v = *(const uint64_t *)p;
+  if (r->touch) {
+    const uint64_t *w = (const uint64_t *)p;
+    words = r->size / sizeof(uint64_t);
+    for (i = 1; i < words; ++i) acc += w[i];
+    *sink += acc;
+    if (r->size >= 16 && ((const unsigned char *)p)[r->size - 1] != (unsigned char)(v & 0xff))
+      return 0;
+  }
+  return v;
+}
+
+/* The baselines' buffers: malloc on the CPU, dao_alloc on other places. */
+static void *plain_alloc(const row *r) {
+  void *p = NULL;
+  if (r->place.kind == DAO_PLACE_CPU) return malloc(r->size);
+  if (dao_alloc(r->place, r->size, &p) != DAO_OK) return NULL;
+  return p;
+}
+
+static void plain_free(const row *r, void *p) {
+  if (r->place.kind == DAO_PLACE_CPU) {
+    free(p);
+  } else if (p != NULL) {
+    dao_free(r->place, p);
+  }
+}
 
 static void wait_at_gate(gate *g) {
   pthread_mutex_lock(&g->mu);
@@ -296,7 +410,7 @@ static void *dao_producer(void *arg) {
       dao_buffer_release(b);
       break;
     }
-    *(uint64_t *)data = v;
+    fill_buffer(w->r, data, v);
     s = dao_recycle_submit(pool, b);
     if (s != DAO_OK) {
       worker_fail(w, "dao_recycle_submit", s);
@@ -322,7 +436,7 @@ static void *dao_consumer(void *arg) {
       break;
     }
     s = dao_buffer_data(b, &data);
-    if (s == DAO_OK) sum += *(const uint64_t *)data;
+    if (s == DAO_OK) sum += read_buffer(w->r, data, &w->sink);
     if (s != DAO_OK) worker_fail(w, "dao_buffer_data", s);
     s = dao_buffer_release(b);
     if (s != DAO_OK) {
@@ -336,18 +450,17 @@ static void *dao_consumer(void *arg) {
 
 static void *malloc_producer(void *arg) {
   worker *w = (worker *)arg;
-  size_t size = w->r->size;
   uint64_t v, end = w->first + w->count;
   wait_at_gate(w->start);
   for (v = w->first + 1; v <= end; ++v) {
-    void *p = malloc(size);
+    void *p = plain_alloc(w->r);
     if (p == NULL) {
-      worker_fail(w, "malloc returned NULL", DAO_OK);
+      worker_fail(w, "malloc (or dao_alloc) returned NULL", DAO_OK);
       break;
     }
-    *(uint64_t *)p = v;
+    fill_buffer(w->r, p, v);
     if (!queue_push(&w->r->filled, p)) {
-      free(p);
+      plain_free(w->r, p);
       break;
     }
   }
@@ -361,8 +474,8 @@ static void *malloc_consumer(void *arg) {
   for (i = 0; i < w->count; ++i) {
     void *p = queue_pop(&w->r->filled);
     if (p == NULL) break;
-    sum += *(const uint64_t *)p;
-    free(p);
+    sum += read_buffer(w->r, p, &w->sink);
+    plain_free(w->r, p);
   }
   w->sum = sum;
   return NULL;
@@ -373,9 +486,9 @@ static void *freelist_producer(void *arg) {
   uint64_t v, end = w->first + w->count;
   wait_at_gate(w->start);
   for (v = w->first + 1; v <= end; ++v) {
-    void *p = queue_pop(&w->r->free_list);
+    void *p = queue_pop_top(&w->r->free_list);
     if (p == NULL) break;
-    *(uint64_t *)p = v;
+    fill_buffer(w->r, p, v);
     if (!queue_push(&w->r->filled, p)) break;
   }
   return NULL;
@@ -388,12 +501,15 @@ static void *freelist_consumer(void *arg) {
   for (i = 0; i < w->count; ++i) {
     void *p = queue_pop(&w->r->filled);
     if (p == NULL) break;
-    sum += *(const uint64_t *)p;
+    sum += read_buffer(w->r, p, &w->sink);
     if (!queue_push(&w->r->free_list, p)) break;
   }
   w->sum = sum;
   return NULL;
 }
+
+/* Keeps the consumers' reads of whole buffers from being optimised away. */
+static volatile uint64_t touched_sink;
 
 static double now_seconds(void) {
   struct timespec ts;
@@ -453,8 +569,11 @@ static double run_once(row *r, uint64_t buffers) {
   for (k = 0; k < nthreads; ++k) {
     if (workers[k].error[0] != '\0') set_failed(r, "error: %s", workers[k].error);
     sum += workers[k].sum;
+    touched_sink += workers[k].sink;
   }
-  expected = buffers % 2 == 0 ? buffers / 2 * (buffers + 1) : (buffers + 1) / 2 * buffers;
+  expected = !r->host_data      ? buffers
+             : buffers % 2 == 0 ? buffers / 2 * (buffers + 1)
+                                : (buffers + 1) / 2 * buffers;
   if (!r->failed && sum != expected) {
     set_failed(r, "error: the consumers read a sum of %llu, not %llu: buffers lost or mixed up",
                (unsigned long long)sum, (unsigned long long)expected);
@@ -505,6 +624,9 @@ static void run_rep(row *r, const options *o, uint64_t rep) {
 static int prepare_row(row *r, const options *o) {
   size_t i;
   r->size = (size_t)o->size;
+  r->touch = o->touch;
+  r->place = o->place;
+  r->host_data = o->place.kind != DAO_PLACE_CUDA;
   r->seconds = (double *)calloc((size_t)o->reps, sizeof *r->seconds);
   if (r->seconds == NULL) {
     set_failed(r, "error: out of host memory");
@@ -513,7 +635,6 @@ static int prepare_row(row *r, const options *o) {
   if (r->kind == KIND_DAO) {
     const size_t shape[1] = {(size_t)o->size};
     dao_status s;
-    r->place = dao_place_cpu();
     s = dao_recycle_create(r->place, 1, 1, shape, (size_t)o->pool, (size_t)o->pool, o->config,
                            &r->pool);
     if (s != DAO_OK) {
@@ -521,8 +642,8 @@ static int prepare_row(row *r, const options *o) {
       r->pool = NULL;
       return 0;
     }
-    snprintf(r->note, sizeof r->note, "cpu place, %llu buffers preallocated, config \"%s\"",
-             (unsigned long long)o->pool, o->config);
+    snprintf(r->note, sizeof r->note, "%s place, %llu buffers preallocated, config \"%s\"",
+             o->place_name, (unsigned long long)o->pool, o->config);
     return 1;
   }
   if (!queue_init(&r->filled, (size_t)o->pool)) {
@@ -530,8 +651,9 @@ static int prepare_row(row *r, const options *o) {
     return 0;
   }
   if (r->kind == KIND_MALLOC) {
-    snprintf(r->note, sizeof r->note, "malloc + free per buffer, queue of %llu",
-             (unsigned long long)o->pool);
+    snprintf(r->note, sizeof r->note, "%s + %s per buffer, queue of %llu",
+             r->place.kind == DAO_PLACE_CPU ? "malloc" : "dao_alloc",
+             r->place.kind == DAO_PLACE_CPU ? "free" : "dao_free", (unsigned long long)o->pool);
     return 1;
   }
   if (!queue_init(&r->free_list, (size_t)o->pool)) {
@@ -544,13 +666,15 @@ static int prepare_row(row *r, const options *o) {
     return 0;
   }
   for (i = 0; i < (size_t)o->pool; ++i) {
-    r->buffers[i] = malloc((size_t)o->size);
+    r->buffers[i] = plain_alloc(r);
     if (r->buffers[i] == NULL || !queue_push(&r->free_list, r->buffers[i])) {
       set_failed(r, "error: out of host memory");
       return 0;
     }
   }
-  snprintf(r->note, sizeof r->note, "%llu buffers malloc'ed up front", (unsigned long long)o->pool);
+  snprintf(r->note, sizeof r->note, "%llu buffers %s up front, LIFO free list",
+           (unsigned long long)o->pool,
+           r->place.kind == DAO_PLACE_CPU ? "malloc'ed" : "dao_alloc'ed");
   return 1;
 }
 
@@ -566,7 +690,7 @@ static void finish_row(row *r, const options *o) {
     r->pool = NULL;
   }
   if (r->kind == KIND_FREELIST && r->buffers != NULL) {
-    for (i = 0; i < (size_t)o->pool; ++i) free(r->buffers[i]);
+    for (i = 0; i < (size_t)o->pool; ++i) plain_free(r, r->buffers[i]);
   }
   free(r->buffers);
   r->buffers = NULL;
@@ -592,97 +716,86 @@ static void summarise(row *r, const options *o) {
 /* ------------------------------------------------------------------------ */
 /* Output                                                                   */
 
-int main(int argc, char **argv) {
-  enum { NROWS = 6 };
-  static const char *const labels[3] = {"libdao recycle pool", "malloc/free + mutex/cv queue",
-                                        "mutex/cv free list + queue"};
-  static const char *const keys[NROWS] = {"dao-1",    "dao-2",      "malloc-1",
-                                          "malloc-2", "freelist-1", "freelist-2"};
-  const char *build_type = DAO_BENCH_BUILD_TYPE[0] != '\0' ? DAO_BENCH_BUILD_TYPE : "unknown";
-#ifdef NDEBUG
-  const char *ndebug = "NDEBUG";
-#else
-  const char *ndebug = "no NDEBUG";
-#endif
-  options o;
+enum { NROWS = 6 };
+static const char *const row_labels[3] = {"libdao recycle pool", "malloc/free + mutex/cv queue",
+                                          "mutex/cv free list + queue"};
+static const char *const row_keys[NROWS] = {"dao-1",    "dao-2",      "malloc-1",
+                                            "malloc-2", "freelist-1", "freelist-2"};
+
+/* What one configuration (size, pool, buffers, touch) measured. */
+typedef struct result {
+  double median[NROWS], best[NROWS]; /* buffers/s; 0 for a failed row */
+  int failures, steady_failures;
+} result;
+
+/* Runs every row of one configuration in rounds and prints its tables. */
+static void run_config(const options *o, result *out) {
   row rows[NROWS];
   char b1[32], b2[32];
   uint64_t rep;
-  int i, failures = 0, steady_failures = 0;
+  int i;
 
-  parse_options(argc, argv, &o);
-  {
-    /* A bad --config is a bad flag: try it on a pool of one small buffer. */
-    const size_t one[1] = {8};
-    dao_recycle_pool *probe = NULL;
-    dao_status s = dao_recycle_create(dao_place_cpu(), 1, 1, one, 1, 0, o.config, &probe);
-    if (s == DAO_ERR_INVALID_ARGUMENT) bad_flag(argv[0], "--config: %s", dao_last_error());
-    if (s == DAO_OK) dao_recycle_destroy(probe);
-  }
-  printf("bench_recycle: libdao %s, build %s (%s)%s\n", dao_version_string(), build_type, ndebug,
-         BENCH_SANITIZED ? ", sanitizers on" : "");
-  printf("config: %ld cpus online, %llu buffers per repetition, size %s, pool %llu buffers, "
-         "reps %llu\n",
-         sysconf(_SC_NPROCESSORS_ONLN), (unsigned long long)o.buffers,
-         format_bytes((double)o.size, b1, sizeof b1), (unsigned long long)o.pool,
-         (unsigned long long)o.reps);
-  if (!is_optimised_build_type(build_type) || BENCH_SANITIZED) {
-    printf("WARNING: built as '%s'%s; optimisation may be off and the timings are not "
-           "representative (configure with -DCMAKE_BUILD_TYPE=Release)\n",
-           build_type, BENCH_SANITIZED ? " with sanitizers" : "");
-  }
+  memset(out, 0, sizeof *out);
+  printf("\n== size %s, pool %llu buffers, %llu buffers per repetition, %s, %s place ==\n",
+         format_bytes((double)o->size, b1, sizeof b1), (unsigned long long)o->pool,
+         (unsigned long long)o->buffers,
+         o->touch ? "every byte written and read" : "one word written and read", o->place_name);
   fflush(stdout);
-
   memset(rows, 0, sizeof rows);
   for (i = 0; i < NROWS; ++i) {
-    rows[i].label = labels[i / 2];
+    rows[i].label = i / 2 == 1 && o->place.kind != DAO_PLACE_CPU ? "dao_alloc/free + mutex/cv queue"
+                                                                 : row_labels[i / 2];
     rows[i].kind = i / 2 == 0 ? KIND_DAO : i / 2 == 1 ? KIND_MALLOC : KIND_FREELIST;
     rows[i].pairs = 1 + i % 2;
-    prepare_row(&rows[i], &o);
+    prepare_row(&rows[i], o);
   }
 
   /* A short untimed warm-up of every row (threads, page faults, caches),
      then the timed rounds. */
   for (i = 0; i < NROWS; ++i) {
-    if (!rows[i].failed) run_once(&rows[i], o.buffers / 10 < 1000 ? o.buffers : o.buffers / 10);
+    if (!rows[i].failed) run_once(&rows[i], o->buffers / 10 < 1000 ? o->buffers : o->buffers / 10);
   }
   fprintf(stderr, "timing, M buffers/s of each repetition:\n");
-  for (rep = 0; rep < o.reps; ++rep) {
-    fprintf(stderr, "  round %llu/%llu:", (unsigned long long)rep + 1, (unsigned long long)o.reps);
+  for (rep = 0; rep < o->reps; ++rep) {
+    fprintf(stderr, "  round %llu/%llu:", (unsigned long long)rep + 1, (unsigned long long)o->reps);
     for (i = 0; i < NROWS; ++i) {
       row *r = &rows[i];
       if (r->failed) continue;
-      run_rep(r, &o, rep);
+      run_rep(r, o, rep);
       if (r->failed) {
-        fprintf(stderr, " %s FAILED", keys[i]);
+        fprintf(stderr, " %s FAILED", row_keys[i]);
       } else {
-        fprintf(stderr, " %s %.2f", keys[i], (double)o.buffers / r->seconds[rep] * 1e-6);
+        fprintf(stderr, " %s %.3f", row_keys[i], (double)o->buffers / r->seconds[rep] * 1e-6);
       }
       fflush(stderr);
     }
     fprintf(stderr, "\n");
   }
   for (i = 0; i < NROWS; ++i) {
-    summarise(&rows[i], &o);
-    finish_row(&rows[i], &o);
+    summarise(&rows[i], o);
+    finish_row(&rows[i], o);
   }
 
-  printf("\n%-30s %5s %15s %8s %10s  %s\n", "path", "pairs", "M buffers/s", "best", "ns/buffer",
-         "notes");
-  printf("%-30s %5s %15s %8s %10s\n", "", "", "(median)", "", "(median)");
+  printf("%-30s %5s %13s %8s %10s %9s  %s\n", "path", "pairs", "M buffers/s", "best", "ns/buffer",
+         "GB/s", "notes");
+  printf("%-30s %5s %13s %8s %10s %9s\n", "", "", "(median)", "", "(median)", "(median)");
   for (i = 0; i < NROWS; ++i) {
     const row *r = &rows[i];
     if (r->failed) {
       printf("%-30s %5d  %s\n", r->label, r->pairs, r->note);
-      ++failures;
+      ++out->failures;
       continue;
     }
-    printf("%-30s %5d %15.2f %8.2f %10.1f  %s\n", r->label, r->pairs, r->median_rate * 1e-6,
-           r->best_rate * 1e-6, 1e9 / r->median_rate, r->note);
+    out->median[i] = r->median_rate;
+    out->best[i] = r->best_rate;
+    printf("%-30s %5d %13.3f %8.3f %10.1f %9.2f  %s\n", r->label, r->pairs, r->median_rate * 1e-6,
+           r->best_rate * 1e-6, 1e9 / r->median_rate, r->median_rate * (double)o->size * 1e-9,
+           r->note);
   }
 
-  printf("\nlibdao steady state, over the timed repetitions (pool stats `created`, "
-         "dao_used_internal(cpu))\n");
+  printf("libdao steady state, over the timed repetitions (pool stats `created`, "
+         "dao_used_internal(%s))\n",
+         o->place_name);
   printf("%-30s %5s %17s %27s %12s %14s\n", "path", "pairs", "created", "dao_used", "allocations",
          "waits/buffer");
   for (i = 0; i < NROWS; ++i) {
@@ -695,23 +808,144 @@ int main(int argc, char **argv) {
              format_bytes((double)r->used_after, b2, sizeof b2));
     printf("%-30s %5d %17s %27s %12llu %14.4f\n", r->label, r->pairs, created, used,
            (unsigned long long)r->steady_allocations,
-           (double)r->waits / ((double)o.buffers * (double)o.reps));
-    if (r->steady_allocations != 0) ++steady_failures;
+           (double)r->waits / ((double)o->buffers * (double)o->reps));
+    if (r->steady_allocations != 0) ++out->steady_failures;
   }
-  printf(
-      "(allocations: buffers created during timed repetitions, plus repetitions in which\n"
-      " dao_used_internal moved; must be 0. waits/buffer: acquires and takes that had to wait)\n");
+  for (i = 0; i < NROWS; ++i) free(rows[i].seconds);
+  fflush(stdout);
+}
 
-  if (!rows[0].failed) {
-    printf("\ntarget: >= %.0f M buffers/s with one pair: %.2f M/s (%s); zero allocations in "
-           "steady state: %s\n",
-           TARGET_ONE_PAIR * 1e-6, rows[0].median_rate * 1e-6,
-           rows[0].median_rate >= TARGET_ONE_PAIR ? "met" : "NOT met",
-           steady_failures == 0 ? "met" : "NOT met");
+/* The target of issue 22 for one configuration: libdao's buffers/s at
+   least the mutex free list's, with one pair and with two. */
+static const char *keeps_up(const result *res, int pairs) {
+  const double dao = res->median[pairs - 1], freelist = res->median[4 + pairs - 1];
+  if (dao <= 0 || freelist <= 0) return "n/a";
+  return dao >= freelist ? "met" : "NOT met";
+}
+
+static void load_average(char *text, size_t size) {
+  FILE *f = fopen("/proc/loadavg", "r");
+  text[0] = '\0';
+  if (f == NULL) {
+    snprintf(text, size, "unknown");
+    return;
   }
+  if (fgets(text, (int)size, f) == NULL) snprintf(text, size, "unknown");
+  fclose(f);
+  text[strcspn(text, "\n")] = '\0';
+}
+
+int main(int argc, char **argv) {
+  static const uint64_t sweep_sizes[SWEEP_SIZES] = {4096, 65536, 1048576, 16777216};
+  const char *build_type = DAO_BENCH_BUILD_TYPE[0] != '\0' ? DAO_BENCH_BUILD_TYPE : "unknown";
+#ifdef NDEBUG
+  const char *ndebug = "NDEBUG";
+#else
+  const char *ndebug = "no NDEBUG";
+#endif
+  options o;
+  result results[2 * SWEEP_SIZES];
+  options configs[2 * SWEEP_SIZES];
+  char b1[32], load[128];
+  int i, n = 0, failures = 0, steady_failures = 0, all_met = 1;
+
+  parse_options(argc, argv, &o);
+  if (o.place.kind == DAO_PLACE_SIM && getenv("DAO_SIM_DEVICES") == NULL) {
+    dao_sim_configure(1, NULL); /* one SIM device of 1 GiB */
+  }
+  if (o.place.kind == DAO_PLACE_CUDA && o.touch) {
+    bad_flag(argv[0], "--touch needs a place the host can write (cpu or sim)");
+  }
+  {
+    /* A bad --config or --place is a bad flag: try it on a pool of one
+       small buffer. */
+    const size_t one[1] = {8};
+    dao_recycle_pool *probe = NULL;
+    dao_status s = dao_recycle_create(o.place, 1, 1, one, 1, 0, o.config, &probe);
+    if (s == DAO_ERR_INVALID_ARGUMENT) bad_flag(argv[0], "--config: %s", dao_last_error());
+    if (s == DAO_ERR_NO_DEVICE) bad_flag(argv[0], "--place %s: %s", o.place_name, dao_last_error());
+    if (s == DAO_OK) dao_recycle_destroy(probe);
+  }
+  load_average(load, sizeof load);
+  printf("bench_recycle: libdao %s, build %s (%s)%s\n", dao_version_string(), build_type, ndebug,
+         BENCH_SANITIZED ? ", sanitizers on" : "");
+  printf("config: %ld cpus online, load average %s, place %s, reps %llu%s\n",
+         sysconf(_SC_NPROCESSORS_ONLN), load, o.place_name, (unsigned long long)o.reps,
+         o.sweep ? ", sweep" : "");
+  if (!is_optimised_build_type(build_type) || BENCH_SANITIZED) {
+    printf("WARNING: built as '%s'%s; optimisation may be off and the timings are not "
+           "representative (configure with -DCMAKE_BUILD_TYPE=Release)\n",
+           build_type, BENCH_SANITIZED ? " with sanitizers" : "");
+  }
+  fflush(stdout);
+
+  if (!o.sweep) {
+    configs[n++] = o;
+  } else {
+    int touch, k;
+    for (touch = 0; touch < 2; ++touch) {
+      if (touch && o.place.kind == DAO_PLACE_CUDA) continue;
+      for (k = 0; k < SWEEP_SIZES; ++k) {
+        options c = o;
+        const uint64_t size = sweep_sizes[k];
+        /* Pools of at most 256 MiB (and at least 4 buffers). Repetitions
+           of 100,000 buffers with one word touched (20,000 of 16 MiB: the
+           malloc rows map and unmap them), and of 4 GiB touched (at most
+           200,000 buffers). */
+        uint64_t pool = ((uint64_t)256 << 20) / size, buffers;
+        if (pool > 64) pool = 64;
+        if (pool < 4) pool = 4;
+        if (o.have_pool && o.pool < pool) pool = o.pool;
+        buffers = touch ? ((uint64_t)4 << 30) / size : size > ((uint64_t)1 << 20) ? 20000 : 100000;
+        if (buffers > 200000) buffers = 200000;
+        if (o.have_buffers && o.buffers < buffers) buffers = o.buffers < 2 ? 2 : o.buffers;
+        c.size = size;
+        c.pool = pool;
+        c.buffers = buffers;
+        c.touch = touch;
+        configs[n++] = c;
+      }
+    }
+  }
+  for (i = 0; i < n; ++i) {
+    run_config(&configs[i], &results[i]);
+    failures += results[i].failures;
+    steady_failures += results[i].steady_failures;
+  }
+
+  load_average(load, sizeof load);
+  printf("\nsummary (load average now %s): M buffers/s (median) and GB/s; target: libdao >= "
+         "mutex free list\n",
+         load);
+  printf("%-9s %-8s %5s %10s %10s %10s %8s %8s  %s\n", "size", "touched", "pairs", "libdao",
+         "malloc", "freelist", "dao GB/s", "vs list", "libdao >= free list");
+  for (i = 0; i < n; ++i) {
+    int pairs;
+    for (pairs = 1; pairs <= 2; ++pairs) {
+      const result *res = &results[i];
+      const double d = res->median[pairs - 1], m = res->median[2 + pairs - 1],
+                   f = res->median[4 + pairs - 1];
+      const char *met = keeps_up(res, pairs);
+      if (strcmp(met, "NOT met") == 0) all_met = 0;
+      printf("%-9s %-8s %5d %10.3f %10.3f %10.3f %8.2f %7.2fx  %s\n",
+             format_bytes((double)configs[i].size, b1, sizeof b1),
+             configs[i].touch ? "all" : "one word", pairs, d * 1e-6, m * 1e-6, f * 1e-6,
+             d * (double)configs[i].size * 1e-9, f > 0 ? d / f : 0.0, met);
+    }
+  }
+  printf("\ntargets: libdao >= mutex free list at every size and pair count: %s; ",
+         all_met ? "met" : "NOT met");
+  for (i = 0; i < n; ++i) {
+    if (configs[i].size == 4096 && !configs[i].touch && results[i].median[0] > 0) {
+      printf(">= %.0f M buffers/s with one pair at 4 KiB (quiet machine): %.2f M/s (%s); ",
+             TARGET_ONE_PAIR * 1e-6, results[i].median[0] * 1e-6,
+             results[i].median[0] >= TARGET_ONE_PAIR ? "met" : "NOT met");
+      break;
+    }
+  }
+  printf("zero allocations in steady state: %s\n", steady_failures == 0 ? "met" : "NOT met");
   if (failures != 0) printf("\n%d row(s) failed; see the rows above\n", failures);
   if (steady_failures != 0)
     printf("\n%d libdao row(s) allocated in steady state\n", steady_failures);
-  for (i = 0; i < NROWS; ++i) free(rows[i].seconds);
   return failures != 0 || steady_failures != 0 ? 1 : 0;
 }

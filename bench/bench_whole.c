@@ -6,6 +6,9 @@
  *    every entry read directly),
  *  - a distributed object (each rank's part in an MPI window, other ranks'
  *    entries read with MPI_Get in a passive-target epoch),
+ *  - the same distributed object gathered with dao_whole_gather_collective
+ *    (every rank calls: MPI_Alltoall of counts, MPI_Alltoallv of indices
+ *    and of entries),
  *  - a baseline written here with plain MPI: the same table split by the
  *    same rule into ordinary memory, and a gather that sends each owner its
  *    indices with MPI_Alltoallv and gets the entries back with a second
@@ -21,7 +24,12 @@
  * rank counts); the rows are timed in rounds,
  * one repetition of each row per round, so that a slow spell of a shared
  * machine falls on all rows alike, and the median round is reported:
- * entries and bytes per second gathered by the whole group.
+ * entries and bytes per second gathered by the whole group. --sweep runs
+ * entry sizes 8 B, 64 B, 512 B and 4 KiB (tables of 64 MiB, 8 MiB gathered
+ * per rank per iteration, at most 65,536 indices) and prints the ratio of
+ * every row to the plain exchange, with the targets of issue 22: the
+ * collective gather at least 1.0x at every entry size and group, and the
+ * mapped types ahead of it.
  *
  * Before timing, one gather of every row is checked against the known
  * contents of every entry. Exit status: 0 when every row ran and gathered
@@ -48,10 +56,17 @@
 #endif
 
 #define MAX_ROUNDS 64
-#define METHODS 4
+#define METHODS 5
+#define COLLECTIVE 3 /* the row of dao_whole_gather_collective */
+#define SWEEP_SIZES 4
 
-static const char *const method_names[METHODS] = {"continuous", "chunked", "distributed",
-                                                  "alltoallv (plain MPI)"};
+static const char *const method_names[METHODS] = {
+    "continuous", "chunked", "distributed", "distributed collective", "alltoallv (plain MPI)"};
+
+/* One gather of row m: the whole-memory rows on w[0..2], the collective
+   one on the distributed object. */
+static void gather_row(int m, dao_whole *const *w, const int64_t *idx, size_t n,
+                       unsigned char *out);
 
 static int world_rank, world_size;
 
@@ -212,6 +227,15 @@ static void plain_gather(plain *p, const int64_t *idx, size_t n, unsigned char *
   for (i = 0; i < n; ++i) memcpy(out + p->order[i] * g, p->staged + i * g, g);
 }
 
+static void gather_row(int m, dao_whole *const *w, const int64_t *idx, size_t n,
+                       unsigned char *out) {
+  if (m < 3) {
+    check(dao_whole_gather(w[m], idx, n, out), "dao_whole_gather");
+  } else {
+    check(dao_whole_gather_collective(w[2], idx, n, out), "dao_whole_gather_collective");
+  }
+}
+
 /* --- one group of ranks -------------------------------------------------------- */
 
 typedef struct results {
@@ -271,8 +295,8 @@ static results run_group(MPI_Comm comm, size_t entries, size_t entry_size, size_
   /* One checked gather per row (also the warm-up). */
   for (m = 0; m < METHODS; ++m) {
     memset(out, 0, batch * entry_size);
-    if (m < 3) {
-      check(dao_whole_gather(w[m], idx[0], batch, out), "dao_whole_gather");
+    if (m < METHODS - 1) {
+      gather_row(m, w, idx[0], batch, out);
     } else {
       plain_gather(&base, idx[0], batch, out);
     }
@@ -285,8 +309,8 @@ static results run_group(MPI_Comm comm, size_t entries, size_t entry_size, size_
       MPI_Barrier(comm);
       t0 = MPI_Wtime();
       for (it = 0; it < iters; ++it) {
-        if (m < 3) {
-          check(dao_whole_gather(w[m], idx[it], batch, out), "dao_whole_gather");
+        if (m < METHODS - 1) {
+          gather_row(m, w, idx[it], batch, out);
         } else {
           plain_gather(&base, idx[it], batch, out);
         }
@@ -314,15 +338,18 @@ static results run_group(MPI_Comm comm, size_t entries, size_t entry_size, size_
 }
 
 static void usage(const char *prog) {
-  printf("Usage: mpiexec -n 4 %s [--quick] [--entries N] [--entry-size B] [--batch K]\n"
-         "                          [--iters I] [--rounds R]\n"
+  printf("Usage: mpiexec -n 4 %s [--quick] [--sweep] [--entries N] [--entry-size B]\n"
+         "                          [--batch K] [--iters I] [--rounds R]\n"
          "Gather throughput of libdao partitioned memory (continuous, chunked, distributed)\n"
          "against a plain MPI_Alltoallv gather, host memory, for groups of 1, 2 and 4 ranks.\n"
          "  --entries N     entries in the table (default 1048576; --quick 16384)\n"
          "  --entry-size B  bytes per entry (default 128)\n"
          "  --batch K       random indices per rank per iteration (default 65536; --quick 1024)\n"
          "  --iters I       iterations per timed repetition (default 10; --quick 3)\n"
-         "  --rounds R      repetitions of every row, median reported (default 5; --quick 1)\n",
+         "  --rounds R      repetitions of every row, median reported (default 5; --quick 1)\n"
+         "  --sweep         entry sizes 8, 64, 512 and 4096 B: tables of 64 MiB and 8 MiB\n"
+         "                  gathered per rank per iteration (at most 65536 indices); --entries\n"
+         "                  and --batch, when given, cap them\n",
          prog);
 }
 
@@ -335,7 +362,9 @@ int main(int argc, char **argv) {
       set_rounds = 0;
   int i, g, provided = 0;
   static const int groups[] = {1, 2, 4};
-  results all[3];
+  results all[SWEEP_SIZES][3];
+  size_t sizes_run[SWEEP_SIZES] = {0, 0, 0, 0};
+  int sweep = 0, sz;
   int ran[3] = {0, 0, 0};
   char host[256] = "?";
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
@@ -346,6 +375,8 @@ int main(int argc, char **argv) {
     if (flag == NULL) {
       if (strcmp(argv[i], "--quick") == 0) {
         quick = 1;
+      } else if (strcmp(argv[i], "--sweep") == 0) {
+        sweep = 1;
       } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
         usage(prog);
         return 0;
@@ -381,23 +412,16 @@ int main(int argc, char **argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &world_size);
   gethostname(host, sizeof host - 1);
 
-  for (g = 0; g < 3; ++g) {
-    MPI_Comm comm;
-    const int k = groups[g];
-    if (k > world_size) break;
-    MPI_Comm_split(MPI_COMM_WORLD, world_rank < k ? 0 : MPI_UNDEFINED, world_rank, &comm);
-    if (comm != MPI_COMM_NULL) {
-      all[g] = run_group(comm, entries, entry_size, batch, iters, rounds);
-      MPI_Comm_free(&comm);
-    }
-    ran[g] = 1;
-    MPI_Barrier(MPI_COMM_WORLD);
-  }
-
   if (world_rank == 0) {
     char lib[MPI_MAX_LIBRARY_VERSION_STRING] = "";
-    char table[32], per[32];
-    int len = 0, m;
+    char load[128] = "unknown";
+    int len = 0;
+    FILE *f = fopen("/proc/loadavg", "r");
+    if (f != NULL) {
+      if (fgets(load, sizeof load, f) == NULL) snprintf(load, sizeof load, "unknown");
+      load[strcspn(load, "\n")] = '\0';
+      fclose(f);
+    }
     MPI_Get_library_version(lib, &len);
     for (i = 0; lib[i] != '\0'; ++i)
       if (lib[i] == '\n' || lib[i] == ',') {
@@ -408,27 +432,81 @@ int main(int argc, char **argv) {
     printf(
         "libdao %s, %s, build type %s%s\n", dao_version_string(), lib, DAO_BENCH_BUILD_TYPE,
         is_optimised_build_type(DAO_BENCH_BUILD_TYPE) ? "" : " (NOT optimised: timings mislead)");
-    printf("table: %zu entries x %zu B = %s; %zu random indices per rank per gather; "
-           "%d gathers per repetition, median of %d round(s)\n",
-           entries, entry_size,
-           format_bytes((double)entries * (double)entry_size, table, sizeof table), batch, iters,
-           rounds);
-    printf("%d process(es) on %s, %ld core(s)%s\n", world_size, host, cores,
+    printf("%d process(es) on %s, %ld core(s)%s; load average %s\n", world_size, host, cores,
            cores > 0 && world_size > cores
-               ? ": more ranks than cores, so the larger groups time-share cores"
-               : "");
+               ? " (more ranks than cores: the larger groups time-share cores)"
+               : "",
+           load);
     if (world_size < 4) printf("(run with 4 processes for the 4-rank rows)\n");
-    printf("\n%5s  %-22s %14s %12s %14s %9s\n", "ranks", "method", "entries/s", "bytes/s",
-           "per rank", "vs a2av");
+    fflush(stdout);
+  }
+
+  for (sz = 0; sz < (sweep ? SWEEP_SIZES : 1); ++sz) {
+    size_t e_size = entry_size, e_count = entries, e_batch = batch;
+    if (sweep) {
+      static const size_t sizes[SWEEP_SIZES] = {8, 64, 512, 4096};
+      e_size = sizes[sz];
+      e_count = ((size_t)64 << 20) / e_size;
+      e_batch = ((size_t)8 << 20) / e_size;
+      if (e_batch > 65536) e_batch = 65536;
+      if (set_entries && entries < e_count) e_count = entries;
+      if (set_batch && batch < e_batch) e_batch = batch;
+    }
+    sizes_run[sz] = e_size;
     for (g = 0; g < 3; ++g) {
-      if (!ran[g]) continue;
-      for (m = 0; m < METHODS; ++m) {
-        double e = all[g].entries_per_s[m];
-        printf("%5d  %-22s %14.4g %10s/s %14.4g %8.2fx\n", groups[g], method_names[m], e,
-               format_bytes(e * (double)entry_size, per, sizeof per), e / groups[g],
-               e / all[g].entries_per_s[METHODS - 1]);
+      MPI_Comm comm;
+      const int k = groups[g];
+      if (k > world_size) break;
+      MPI_Comm_split(MPI_COMM_WORLD, world_rank < k ? 0 : MPI_UNDEFINED, world_rank, &comm);
+      if (comm != MPI_COMM_NULL) {
+        all[sz][g] = run_group(comm, e_count, e_size, e_batch, iters, rounds);
+        MPI_Comm_free(&comm);
+      }
+      ran[g] = 1;
+      MPI_Barrier(MPI_COMM_WORLD);
+    }
+
+    if (world_rank == 0) {
+      char table[32], per[32];
+      int m;
+      printf("\ntable: %zu entries x %zu B = %s; %zu random indices per rank per gather; "
+             "%d gathers per repetition, median of %d round(s)\n",
+             e_count, e_size, format_bytes((double)e_count * (double)e_size, table, sizeof table),
+             e_batch, iters, rounds);
+      printf("%5s  %-22s %14s %12s %14s %9s\n", "ranks", "method", "entries/s", "bytes/s",
+             "per rank", "vs a2av");
+      for (g = 0; g < 3; ++g) {
+        if (!ran[g]) continue;
+        for (m = 0; m < METHODS; ++m) {
+          double e = all[sz][g].entries_per_s[m];
+          printf("%5d  %-22s %14.4g %10s/s %14.4g %8.2fx\n", groups[g], method_names[m], e,
+                 format_bytes(e * (double)e_size, per, sizeof per), e / groups[g],
+                 e / all[sz][g].entries_per_s[METHODS - 1]);
+        }
+      }
+      fflush(stdout);
+    }
+  }
+
+  if (world_rank == 0) {
+    int collective_met = 1, mapped_met = 1;
+    printf("\nratio to the plain MPI_Alltoallv exchange (same run)\n");
+    printf("%8s %5s %12s %12s %12s %12s\n", "entry B", "ranks", "collective", "distributed",
+           "continuous", "chunked");
+    for (sz = 0; sz < (sweep ? SWEEP_SIZES : 1); ++sz) {
+      for (g = 0; g < 3; ++g) {
+        const double *e = all[sz][g].entries_per_s;
+        const double base = e[METHODS - 1];
+        if (!ran[g]) continue;
+        printf("%8zu %5d %11.2fx %11.2fx %11.2fx %11.2fx\n", sizes_run[sz], groups[g],
+               e[COLLECTIVE] / base, e[2] / base, e[0] / base, e[1] / base);
+        if (e[COLLECTIVE] < base) collective_met = 0;
+        if (e[0] < base || e[1] < base) mapped_met = 0;
       }
     }
+    printf("targets: collective gather >= 1.0x the plain exchange everywhere: %s; continuous "
+           "and chunked ahead of it: %s\n",
+           collective_met ? "met" : "NOT met", mapped_met ? "met" : "NOT met");
     fflush(stdout);
   }
   MPI_Finalize();

@@ -1,7 +1,7 @@
 /* Recycle pools and collections through the public API (recycle.h): every
  * function with good and bad input, lazy creation up to max_buffers and then
  * waiting, timeouts, close while threads wait in acquire and in take, take
- * draining a closed pool, FIFO order and sequence numbers, reference counts
+ * draining a closed pool, FIFO order and sequence numbers, a LIFO free list, reference counts
  * with several holders on several threads, statistics equal to what the
  * test counts, data that stays in a buffer from fill to operate, buffers on
  * the CPU and on SIM devices, a preallocation that does not fit a small SIM
@@ -803,6 +803,42 @@ static void fifo_order_and_sequence_numbers(void **state) {
   assert_ok(dao_recycle_destroy(pool));
 }
 
+/* The free list is last in, first out: an acquire gets the buffer released
+   most recently (its memory is still in the caches), on every place. A
+   FIFO free list would hand out b[0] first here (issue 22). */
+static void free_list_lifo_on(dao_place place) {
+  enum { kBuffers = 6 };
+  static const int release_order[kBuffers] = {3, 0, 5, 1, 4, 2};
+  dao_recycle_pool *pool = make_pool(place, kBuffers, kBuffers, NULL);
+  dao_buffer *b[kBuffers];
+  int i, round;
+  for (round = 0; round < 2; ++round) {
+    for (i = 0; i < kBuffers; ++i) b[i] = acquire_now(pool);
+    for (i = 0; i < kBuffers; ++i) assert_ok(dao_buffer_release(b[release_order[i]]));
+    for (i = kBuffers - 1; i >= 0; --i) {
+      dao_buffer *again = acquire_now(pool);
+      assert_ptr_equal(again, b[release_order[i]]);
+      b[release_order[i]] = again;
+    }
+    /* One buffer going round: always the same one. */
+    for (i = 0; i < kBuffers; ++i) assert_ok(dao_buffer_release(b[i]));
+    for (i = 0; i < 4; ++i) {
+      dao_buffer *x = acquire_now(pool);
+      assert_ptr_equal(x, b[kBuffers - 1]);
+      assert_ok(dao_recycle_submit(pool, x));
+      assert_ptr_equal(take_now(pool), x);
+      assert_ok(dao_buffer_release(x));
+    }
+  }
+  assert_ok(dao_recycle_destroy(pool));
+}
+
+static void free_list_lifo(void **state) {
+  (void)state;
+  free_list_lifo_on(dao_place_cpu());
+  free_list_lifo_on(big_sim());
+}
+
 /* The pattern written at fill time is there at take time, on the CPU and
    on a SIM device. */
 static void data_persists_on(dao_place place) {
@@ -1333,6 +1369,7 @@ int main(void) {
       cmocka_unit_test(close_wakes_spinning_waiters),
       cmocka_unit_test(take_drains_after_close),
       cmocka_unit_test(fifo_order_and_sequence_numbers),
+      cmocka_unit_test(free_list_lifo),
       cmocka_unit_test(data_persists_cpu),
       cmocka_unit_test(data_persists_sim),
       cmocka_unit_test(reference_counts_across_threads),

@@ -89,6 +89,8 @@ extern "C" {
  * buffer is `element_size` × the product of `shape` bytes, aligned to at
  * least 256 bytes. Buffers are created lazily, when an acquire finds the
  * free list empty, up to `max_buffers`; after that they are only recycled.
+ * On the CPU and on SIM devices the @p preallocate buffers have their pages
+ * touched now, so that their first use pays no page faults.
  *
  * @param[in]  place        Where the buffers live.
  * @param[in]  element_size Bytes per element (> 0).
@@ -101,7 +103,8 @@ extern "C" {
  * @param[in]  config       `key=value,...` or NULL/"" for defaults. Keys:
  *                          `name` (a label for messages and statistics),
  *                          `spin` (iterations a blocking call spins before
- *                          it sleeps; default 2000, 0 to never spin).
+ *                          it sleeps, and at most 50 µs; default 2000, 0 to
+ *                          never spin).
  * @param[out] out          Receives the pool, owned by the caller until
  *                          dao_recycle_destroy(). Unchanged on failure.
  * @retval DAO_OK                   Created.
@@ -120,8 +123,9 @@ DAO_API dao_status dao_recycle_create(dao_place place, size_t element_size, int 
 /**
  * @brief Get a free buffer to fill (the seed's `new_buffer`).
  *
- * Takes one from the free list, else creates one if fewer than
- * `max_buffers` exist, else waits until one is released.
+ * Takes one from the free list, the one released last (last in, first
+ * out: its memory is the most likely to be in the caches), else creates one
+ * if fewer than `max_buffers` exist, else waits until one is released.
  * @param[in]  pool    The pool.
  * @param[in]  timeout Seconds to wait: 0 tries once, < 0 (or more than
  *                     1e9) waits for ever; NaN is refused.

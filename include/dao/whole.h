@@ -530,6 +530,90 @@ DAO_API dao_status dao_whole_scatter(dao_whole *whole, const void *src, const in
                                      size_t count);
 
 /**
+ * @brief dao_whole_gather() called by every rank together: each rank gets
+ *        its own entries, `indices[i]` into `dst + i * entry_size`.
+ *        Collective.
+ *
+ * On distributed memory the ranks exchange requests and answers with
+ * two-sided collectives, as a hand-written exchange would: one all-to-all
+ * of counts, one all-to-all-v of indices and one of the entries
+ * (`MPI_Alltoall` and `MPI_Alltoallv` over MPI). Every rank serves the
+ * entries it owns, so this is the fast path when all ranks gather at the
+ * same time (a training step); dao_whole_gather() stays the one to use when
+ * ranks gather on their own schedule (the owner does nothing to serve a
+ * one-sided get). On continuous and chunked memory, and over a transport
+ * without the all-to-all operations, each rank copies its entries as
+ * dao_whole_gather() does; the call is still collective.
+ *
+ * Ranks may pass different counts and indices (a count of 0 too). Every
+ * rank's arguments are checked before anything is exchanged: when any rank
+ * passed a bad argument, every rank fails with the same status and a
+ * message that names that rank, and nothing was copied anywhere.
+ *
+ * @param[in]  whole   This rank's handle.
+ * @param[in]  indices @p count entry indices, each 0 .. entry_count - 1, in
+ *                     any order, repeats allowed. May be NULL when @p count
+ *                     is 0.
+ * @param[in]  count   Number of entries this rank gathers; over MPI at most
+ *                     `INT_MAX / ranks`.
+ * @param[out] dst     Host-accessible memory of `count * entry_size` bytes.
+ *                     May be NULL when @p count is 0.
+ * @retval DAO_OK                   Every rank has its entries.
+ * @retval DAO_ERR_INVALID_ARGUMENT On every rank: some rank passed a NULL
+ *                                  argument, a size that overflows or an
+ *                                  index out of range (the message gives
+ *                                  the rank, the position and the value),
+ *                                  the ranks passed different objects, or
+ *                                  they are in different collective calls.
+ *                                  Only on this rank: a NULL or dead
+ *                                  handle (the others then wait, as in any
+ *                                  collective call a rank never makes).
+ * @retval DAO_ERR_UNSUPPORTED      On every rank: some rank's count is
+ *                                  more than the transport can exchange in
+ *                                  one call.
+ * @retval DAO_ERR_OUT_OF_MEMORY    On every rank: some rank had no host
+ *                                  memory for the exchange's buffers.
+ * @retval DAO_ERR_BACKEND          The transport (MPI) failed.
+ * @par Thread safety
+ * Collective calls on one communicator handle must not run concurrently.
+ * Buffers for the exchange are kept with the object between calls (they
+ * grow to the largest exchange so far and are freed with the object).
+ */
+DAO_API dao_status dao_whole_gather_collective(dao_whole *whole, const int64_t *indices,
+                                               size_t count, void *dst);
+
+/**
+ * @brief dao_whole_scatter() called by every rank together: each rank
+ *        writes `src + i * entry_size` to entry `indices[i]`. Collective.
+ *
+ * On distributed memory the entries travel with two-sided collectives (see
+ * dao_whole_gather_collective()) and each owner writes its own part; on
+ * mapped memory each rank writes directly. When ranks write the same entry
+ * (or one rank writes it twice), one of the values wins; which one is not
+ * defined. Every rank sees every rank's writes after the next collective
+ * call (dao_comm_barrier()).
+ *
+ * @param[in] whole   This rank's handle.
+ * @param[in] src     Host-accessible memory of `count * entry_size` bytes.
+ *                    May be NULL when @p count is 0.
+ * @param[in] indices @p count entry indices, each 0 .. entry_count - 1.
+ *                    May be NULL when @p count is 0.
+ * @param[in] count   Number of entries this rank writes; over MPI at most
+ *                    `INT_MAX / ranks`.
+ * @retval DAO_OK                   Written.
+ * @retval DAO_ERR_INVALID_ARGUMENT As dao_whole_gather_collective(); then
+ *                                  nothing was written anywhere.
+ * @retval DAO_ERR_UNSUPPORTED      As dao_whole_gather_collective().
+ * @retval DAO_ERR_OUT_OF_MEMORY    As dao_whole_gather_collective(); then
+ *                                  nothing was written anywhere.
+ * @retval DAO_ERR_BACKEND          The transport (MPI) failed.
+ * @par Thread safety
+ * As dao_whole_gather_collective().
+ */
+DAO_API dao_status dao_whole_scatter_collective(dao_whole *whole, const void *src,
+                                                const int64_t *indices, size_t count);
+
+/**
  * @brief Write the whole object to a file: rank 0 creates (or truncates)
  *        the file at the total size, then every rank writes its own part at
  *        its byte offset. Collective.
@@ -651,6 +735,23 @@ typedef struct dao_comm_transport {
   dao_status (*window_put_many)(void *self, void *window, int target, size_t count,
                                 const size_t *target_offsets, const size_t *lengths,
                                 const void *src, const size_t *src_offsets);
+  /* Added after window_put_many: a struct_size that ends there is still
+     accepted, and these fields then read as NULL and 0. */
+  /** Collective, optional (may be NULL, together with `alltoallv`: the
+   *  collective gather and scatter then use the window): every rank sends
+   *  @p bytes to each rank, `send + r * bytes` to rank r, and receives rank
+   *  r's at `recv + r * bytes`. */
+  dao_status (*alltoall)(void *self, const void *send, size_t bytes, void *recv);
+  /** Collective, optional (see `alltoall`): rank r gets `send_counts[r]`
+   *  units of @p unit bytes from `send + send_displs[r] * unit`; this rank
+   *  receives `recv_counts[r]` units from rank r at `recv + recv_displs[r] *
+   *  unit`. Counts and displacements are in units. */
+  dao_status (*alltoallv)(void *self, const void *send, const size_t *send_counts,
+                          const size_t *send_displs, void *recv, const size_t *recv_counts,
+                          const size_t *recv_displs, size_t unit);
+  /** The largest count, displacement or total (in units) that `alltoallv`
+   *  takes, for example INT_MAX for MPI; 0: no limit. */
+  size_t exchange_limit;
 } dao_comm_transport;
 
 /**
@@ -659,8 +760,10 @@ typedef struct dao_comm_transport {
  *        Experimental.
  *
  * @param[in]  transport The operations; copied. Unless it is NULL or its
- *                       `struct_size` is smaller than this version's
- *                       struct or larger than 65536, libdao owns the
+ *                       `struct_size` is smaller than
+ *                       `offsetof(dao_comm_transport, alltoall)` (the
+ *                       fields up to `window_put_many`; later ones read as
+ *                       NULL and 0 when left out) or larger than 65536, libdao owns the
  *                       transport from this call on, and calls its
  *                       `destroy` when the call fails or when the handle is
  *                       destroyed.

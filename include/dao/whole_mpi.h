@@ -10,12 +10,16 @@
  *
  * Over MPI, each process is one rank. Mapped memory (continuous, chunked)
  * is host memory in MPI shared-memory windows (`MPI_Win_allocate_shared`)
- * and needs every rank on one node; distributed memory is exposed in MPI
+ * and needs every rank on one node (parts on SIM devices live there too,
+ * charged to each rank's device); distributed memory is exposed in MPI
  * windows (`MPI_Win_create` over each process's own place, or host memory
- * that MPI allocates) and read and written only with `MPI_Get` and
- * `MPI_Put` (one call per target rank, with indexed datatypes) in a
- * passive-target epoch (`MPI_Win_lock_all`, `MPI_Win_flush_all`), so gather
- * and scatter never need the other ranks to take part.
+ * that MPI allocates) and read and written with `MPI_Get` and `MPI_Put`
+ * (one call per target rank, with indexed datatypes) in a passive-target
+ * epoch (`MPI_Win_lock_all`, `MPI_Win_flush_all`), so dao_whole_gather()
+ * and dao_whole_scatter() never need the other ranks to take part; when
+ * every rank calls dao_whole_gather_collective() or
+ * dao_whole_scatter_collective(), the ranks exchange with `MPI_Alltoall`
+ * and `MPI_Alltoallv` instead.
  */
 #ifndef DAO_WHOLE_MPI_H
 #define DAO_WHOLE_MPI_H

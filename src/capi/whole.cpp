@@ -2,6 +2,7 @@
 // src/whole/.
 #define DAO_EXPERIMENTAL 1  // dao_comm_create_transport; before any include
 
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -98,15 +99,22 @@ extern "C" dao_status dao_comm_create_transport(const dao_comm_transport* transp
   return guarded([&] {
     const char* fn = "dao_comm_create_transport";
     require_non_null(transport, fn, "transport");
-    if (transport->struct_size < sizeof(dao_comm_transport)) {
+    // Transports built against a header without the all-to-all operations
+    // end at window_put_many; the fields after it then read as NULL and 0.
+    constexpr std::size_t kOldest = offsetof(dao_comm_transport, alltoall);
+    if (transport->struct_size < kOldest) {
       throw invalid_argument(
           strprintf("%s: transport->struct_size is %zu; set it to sizeof(dao_comm_transport) (%zu)",
                     fn, transport->struct_size, sizeof(dao_comm_transport)));
     }
-    check_struct_size(transport->struct_size, sizeof(dao_comm_transport), fn, "transport");
+    check_struct_size(transport->struct_size, kOldest, fn, "transport");
+    dao_comm_transport ops;
+    std::memset(&ops, 0, sizeof ops);
+    std::memcpy(&ops, transport,
+                transport->struct_size < sizeof ops ? transport->struct_size : sizeof ops);
     std::unique_ptr<whole::transport> t;
     try {
-      t = whole::adopt_transport(*transport, fn);
+      t = whole::adopt_transport(ops, fn);
     } catch (const error& e) {
       // An agreed failure (out of memory on some rank) names the call already.
       if (std::strncmp(e.what(), fn, std::strlen(fn)) == 0) throw;
@@ -342,6 +350,22 @@ extern "C" dao_status dao_whole_scatter(dao_whole* whole, const void* src, const
                                         size_t count) {
   return guarded(
       [&] { checked_whole(whole, "dao_whole_scatter").impl->scatter(src, indices, count); });
+}
+
+extern "C" dao_status dao_whole_gather_collective(dao_whole* whole, const int64_t* indices,
+                                                  size_t count, void* dst) {
+  return guarded([&] {
+    checked_whole(whole, "dao_whole_gather_collective")
+        .impl->gather_collective(indices, count, dst);
+  });
+}
+
+extern "C" dao_status dao_whole_scatter_collective(dao_whole* whole, const void* src,
+                                                   const int64_t* indices, size_t count) {
+  return guarded([&] {
+    checked_whole(whole, "dao_whole_scatter_collective")
+        .impl->scatter_collective(src, indices, count);
+  });
 }
 
 extern "C" dao_status dao_whole_store(dao_whole* whole, const char* path) {

@@ -61,6 +61,9 @@ void raise_peak(std::atomic<std::uint64_t>& peak, std::uint64_t value) noexcept 
 // arithmetic far from overflow.
 constexpr double kForeverSeconds = 1e9;
 
+// The longest a blocking call spins (and yields) before it sleeps.
+constexpr std::chrono::microseconds kSpinTime{50};
+
 std::size_t ring_capacity(std::size_t buffers) noexcept {
   std::size_t c = 2;
   while (c < buffers) c <<= 1;
@@ -165,8 +168,9 @@ std::unique_ptr<recycle_pool> recycle_pool::create(dao_place place, std::size_t 
   // Preallocation: on failure the pool's destructor frees what was made.
   for (std::size_t i = 0; i < p.preallocate; ++i) {
     recycle_buffer* b = pool->create_buffer(false, function);
+    pool->prefault(b->data);
     pool->poison(b->data);
-    pool->free_.push(b->index, [](std::uint64_t) {});
+    pool->push_free(b->index);
   }
   return pool;
 }
@@ -183,7 +187,6 @@ recycle_pool::recycle_pool(dao_place place, strategy& allocator, std::size_t ele
       spin_(spin),
       name_(std::move(name)),
       records_(new recycle_buffer[max_buffers]),
-      free_(ring_capacity(max_buffers)),
       ready_(ring_capacity(max_buffers)) {
   for (int d = 0; d < ndim; ++d) shape_[d] = shape[d];
   host_memory_ = allocator.upstream().host_accessible();
@@ -197,6 +200,20 @@ void recycle_pool::poison(const void* data) const noexcept {
 
 void recycle_pool::unpoison(const void* data) const noexcept {
   if (host_memory_) asan_unpoison(data, bytes_);
+}
+
+void recycle_pool::prefault(void* data) const noexcept {
+  // Host and SIM memory from the C library is mapped page by page on first
+  // touch: a preallocated buffer of 16 MiB would otherwise cost 4096 page
+  // faults in the pipeline's first lap, at its pace. Touch one byte per
+  // page now. (Not CUDA managed memory: touching it from the host would
+  // move it there.)
+  const int kind = raw_kind(place_.kind);
+  if (!host_memory_ || (kind != DAO_PLACE_CPU && kind != DAO_PLACE_SIM)) return;
+  constexpr std::size_t kPage = 4096;
+  auto* bytes = static_cast<volatile unsigned char*>(data);
+  for (std::size_t at = 0; at < bytes_; at += kPage) bytes[at] = 0;
+  bytes[bytes_ - 1] = 0;
 }
 
 void recycle_pool::free_all_memory() noexcept {
@@ -321,6 +338,13 @@ recycle_pool::attempt recycle_pool::wait_for(wait_point& w, Attempt&& try_once, 
               : start + std::chrono::duration_cast<clock_type::duration>(
                             std::chrono::duration<double>(timeout));
   attempt result = attempt::none;
+  // Spinning stops after `spin` iterations or kSpinTime, whichever comes
+  // first: a partner that has not answered within some tens of microseconds
+  // is busy with the data (a large buffer being filled or read), and a
+  // thread that keeps yielding meanwhile takes time from it when threads
+  // share cores; sleeping costs a wake-up of a few microseconds instead.
+  const clock_type::time_point spin_until =
+      start + std::chrono::duration_cast<clock_type::duration>(kSpinTime);
   for (std::uint32_t i = 0; i < spin_; ++i) {
     // A short busy spin catches a partner running on another core; after
     // that, yield, so that a partner waiting for this core gets to run
@@ -329,13 +353,18 @@ recycle_pool::attempt recycle_pool::wait_for(wait_point& w, Attempt&& try_once, 
     else std::this_thread::yield();
     result = try_once();
     if (result != attempt::none) break;
-    if (!forever && (i & 63) == 63 && clock_type::now() >= until) break;
+    if (i >= 64 && (i & 15) == 15) {
+      const clock_type::time_point now = clock_type::now();
+      if (now >= spin_until || (!forever && now >= until)) break;
+    } else if (!forever && (i & 63) == 63 && clock_type::now() >= until) {
+      break;
+    }
   }
   if (result == attempt::none) {
     // Register, then re-check under the mutex. The registration and the
-    // publisher's last write to the ring (index_ring::push) are both
-    // sequentially consistent, and so are the re-check's look at the ring
-    // (index_ring::try_pop) and the publisher's look at `waiters`
+    // publisher's last write to the ring or stack (index_ring::push,
+    // index_stack::push) are both sequentially consistent, and so are the
+    // re-check's look at it (try_pop) and the publisher's look at `waiters`
     // (wake_one): either the re-check sees the new buffer, or the publisher
     // sees us and takes the mutex to notify, which it can do only once we
     // sleep. (No fence: ThreadSanitizer does not model fences.)
@@ -412,9 +441,18 @@ dao_status recycle_pool::timeout_status(const char* function, const char* tried_
   return set_last_error(DAO_ERR_TIMEOUT, text);
 }
 
+void recycle_pool::push_free(std::uint32_t index) noexcept {
+  free_.push(index, [this](std::uint32_t k) -> std::atomic<std::uint32_t>& {
+    return records_[k].next_free;
+  });
+}
+
 bool recycle_pool::pop_free(recycle_buffer*& out) noexcept {
   std::uint32_t i;
-  if (!free_.try_pop(i)) return false;
+  if (!free_.try_pop(i, [this](std::uint32_t k) -> std::atomic<std::uint32_t>& {
+        return records_[k].next_free;
+      }))
+    return false;
   recycle_buffer& b = records_[i];
   unpoison(b.data);
   // A free buffer's state is 0 and nobody may change it (retain and release
@@ -573,7 +611,7 @@ dao_status recycle_pool::release(recycle_buffer& b) {
   if (s - 1 == 0) {  // the last reference of a buffer that is not queued
     update_counts(kFree - kHeld, grown_free);
     poison(b.data);  // a use after the last release is reported under ASan
-    free_.push(b.index, [](std::uint64_t) {});
+    push_free(b.index);
     wake_one(free_wait_);
   }
   return DAO_OK;

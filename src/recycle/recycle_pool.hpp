@@ -3,8 +3,10 @@
 //
 // Everything a pool needs in steady state exists from dao_recycle_create()
 // on: one array of buffer records (max_buffers entries, so a recycle_buffer*
-// handle is a stable address inside it), and two bounded MPMC rings of
-// record indices, the free list and the ready queue (Vyukov's queue: one
+// handle is a stable address inside it), a lock-free stack of record
+// indices for the free list (LIFO: the most recently released buffer, whose
+// memory is still cached, goes out first; index_stack.hpp) and a bounded
+// MPMC ring of record indices for the ready queue (FIFO, Vyukov's queue: one
 // sequence number per cell), each with room for every buffer. Only buffer
 // *memory* is made lazily, from the place's default allocator, up to
 // max_buffers; after that acquire -> submit -> take -> release allocates
@@ -30,6 +32,7 @@
 #include "dao/recycle.h"
 #include "dao/status.h"
 #include "recycle/index_ring.hpp"
+#include "recycle/index_stack.hpp"
 
 namespace dao::detail {
 
@@ -53,6 +56,10 @@ struct alignas(64) recycle_buffer {
   std::atomic<std::uint64_t> sequence{UINT64_MAX};
   void* data = nullptr;
   std::uint32_t index = 0;
+  // The record under this one in the free list while it is free
+  // (index_stack): in the record, so that the acquire that pops it reads
+  // the line it writes anyway.
+  std::atomic<std::uint32_t> next_free{0xffffffffu};
 };
 
 // The sleeping side of one condition (a buffer became free, a buffer was
@@ -131,6 +138,7 @@ class recycle_pool {
                    std::atomic<std::uint64_t>& waits, std::atomic<std::uint64_t>& wait_ns);
   void wake_one(wait_point& w) noexcept;
   void wake_all(wait_point& w) noexcept;
+  void push_free(std::uint32_t index) noexcept;
   bool pop_free(recycle_buffer*& out) noexcept;
   bool pop_ready(recycle_buffer*& out) noexcept;
   void update_counts(std::uint64_t delta, int grown) noexcept;
@@ -144,6 +152,9 @@ class recycle_pool {
   // Free buffers of host memory are poisoned for ASan (no-ops without it).
   void poison(const void* data) const noexcept;
   void unpoison(const void* data) const noexcept;
+  // Maps the pages of a preallocated buffer of host or SIM memory now, not
+  // in the pipeline's first lap.
+  void prefault(void* data) const noexcept;
 
   strategy* allocator_;       // the place default
   bool host_memory_ = false;  // the place's memory is host memory: poisoned when free
@@ -157,8 +168,10 @@ class recycle_pool {
   std::unique_ptr<recycle_buffer[]> records_;
   std::atomic<bool> closed_{false};
 
-  // --- the two rings ---
-  index_ring free_;
+  // --- the free list (last in, first out: the most recently released
+  // buffer, still in the caches, goes out first) and the ready queue (first
+  // in, first out: the order of submission) ---
+  index_stack free_;
   index_ring ready_;
 
   // --- buffer creation (not in steady state) ---

@@ -21,7 +21,10 @@ struct record {
   std::uint64_t text_hash;
   char text[128];
   char message[384];
+  std::uint32_t extra_count;
+  std::uint64_t extras[kMaxExtras];  // not agreed on: see call_extras
 };
+static_assert(sizeof(record) <= kMaxAgreementRecord, "transports reserve kMaxAgreementRecord");
 
 const char* function_of(std::uint32_t kind) {
   switch (static_cast<call_kind>(kind)) {
@@ -31,6 +34,8 @@ const char* function_of(std::uint32_t kind) {
     case call_kind::whole_store: return "dao_whole_store";
     case call_kind::whole_load: return "dao_whole_load";
     case call_kind::comm_barrier: return "dao_comm_barrier";
+    case call_kind::whole_gather_collective: return "dao_whole_gather_collective";
+    case call_kind::whole_scatter_collective: return "dao_whole_scatter_collective";
   }
   return "an unknown call";
 }
@@ -105,6 +110,10 @@ void reserve_agreement(transport& t) {
 }
 
 void agree_on_call(transport& t, const call& c, const outcome& mine) {
+  agree_on_call(t, c, mine, call_extras{});
+}
+
+void agree_on_call(transport& t, const call& c, const outcome& mine, const call_extras& extras) {
   record rec;
   std::memset(&rec, 0, sizeof rec);
   rec.kind = static_cast<std::uint32_t>(c.kind);
@@ -118,6 +127,10 @@ void agree_on_call(transport& t, const call& c, const outcome& mine) {
   rec.text_hash = fnv1a(text);
   copy_text(rec.text, sizeof rec.text, text);
   copy_text(rec.message, sizeof rec.message, mine.message.c_str());
+  const std::size_t n_extras = extras.count < kMaxExtras ? extras.count : kMaxExtras;
+  rec.extra_count = static_cast<std::uint32_t>(n_extras);
+  if (extras.mine != nullptr)
+    for (std::size_t i = 0; i < n_extras; ++i) rec.extras[i] = extras.mine[i];
 
   const records all = exchange(t, rec);
 
@@ -159,6 +172,12 @@ void agree_on_call(transport& t, const call& c, const outcome& mine) {
                           ? " (shown cut short)"
                           : ""));
       }
+    }
+  }
+  if (extras.all != nullptr) {
+    for (std::size_t r = 0; r < all.size(); ++r) {
+      const record x = all[r];
+      for (std::size_t i = 0; i < n_extras; ++i) extras.all[r * n_extras + i] = x.extras[i];
     }
   }
 }

@@ -23,6 +23,8 @@ enum class call_kind : std::uint32_t {
   whole_store = 4,
   whole_load = 5,
   comm_barrier = 6,
+  whole_gather_collective = 7,
+  whole_scatter_collective = 8,
 };
 
 // One argument that every rank must pass alike.
@@ -80,6 +82,25 @@ void reserve_agreement(transport& t);
 // (the first failing rank's status, with its message), when the ranks are
 // in different calls, on different objects, or disagree on an argument.
 void agree_on_call(transport& t, const call& c, const outcome& mine);
+
+// Numbers that each rank adds to its agreement record without the ranks
+// having to agree on them: the collective gather and scatter send their
+// counts per destination and their room this way, and so learn every rank's
+// in the same allgather that agrees on the call (one collective step fewer
+// than a separate alltoall). At most kMaxExtras values.
+constexpr std::size_t kMaxExtras = 65;
+// The most bytes one rank's agreement record takes (collective.cpp checks
+// it); the in-process transport reserves this much per rank.
+constexpr std::size_t kMaxAgreementRecord = 2048;
+struct call_extras {
+  const std::uint64_t* mine = nullptr;  // `count` values of this rank
+  std::size_t count = 0;
+  std::uint64_t* all = nullptr;  // receives every rank's, rank r's at r * count
+};
+
+// As agree_on_call(), also exchanging `extras` (read only when the call
+// agreed).
+void agree_on_call(transport& t, const call& c, const outcome& mine, const call_extras& extras);
 
 // Collective. Throws on every rank alike when any rank's `mine` failed.
 void agree_on_outcome(transport& t, const char* function, const outcome& mine);

@@ -146,6 +146,29 @@ class hooked_transport final : public transport {
     const auto& o = hook_->ops();
     hook_->check(o.allgather(o.self, send, bytes, recv), "allgather");
   }
+  bool has_exchange() const noexcept override {
+    return hook_->ops().alltoall != nullptr && hook_->ops().alltoallv != nullptr;
+  }
+  void alltoall(const void* send, std::size_t bytes, void* recv) override {
+    const auto& o = hook_->ops();
+    if (o.alltoall == nullptr) transport::alltoall(send, bytes, recv);
+    hook_->check(o.alltoall(o.self, send, bytes, recv), "alltoall");
+  }
+  void alltoallv(const void* send, const std::size_t* send_counts, const std::size_t* send_displs,
+                 void* recv, const std::size_t* recv_counts, const std::size_t* recv_displs,
+                 std::size_t unit) override {
+    const auto& o = hook_->ops();
+    if (o.alltoallv == nullptr) {
+      transport::alltoallv(send, send_counts, send_displs, recv, recv_counts, recv_displs, unit);
+    }
+    hook_->check(
+        o.alltoallv(o.self, send, send_counts, send_displs, recv, recv_counts, recv_displs, unit),
+        "alltoallv");
+  }
+  std::size_t exchange_limit() const noexcept override {
+    const std::size_t limit = hook_->ops().exchange_limit;
+    return limit != 0 ? limit : transport::exchange_limit();
+  }
   // Each rank makes what the result needs before the transport's collective
   // call, and the ranks agree on that: a rank out of host memory must not
   // leave the others inside the call, nor hold a handle that only a

@@ -21,7 +21,8 @@ class group {
   explicit group(int ranks)
       : ranks_(ranks),
         slots_(static_cast<std::size_t>(ranks)),
-        failed_(static_cast<std::size_t>(ranks), 0) {
+        failed_(static_cast<std::size_t>(ranks), 0),
+        posted_(static_cast<std::size_t>(ranks)) {
     for (auto& slot : slots_) slot.reserve(kSlotBytes);
   }
 
@@ -40,6 +41,24 @@ class group {
       return;
     }
     cv_.wait(lock, [&] { return generation_ != generation; });
+  }
+
+  // What a rank offers in an all-to-all: its send buffer and, for
+  // alltoallv, its counts and displacements. The others copy their pieces
+  // from it between two barriers, so it is valid while they read.
+  struct offer {
+    const char* send = nullptr;
+    const std::size_t* counts = nullptr;
+    const std::size_t* displs = nullptr;
+    std::size_t unit = 0;
+  };
+  void post(int rank, const offer& o) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    posted_[static_cast<std::size_t>(rank)] = o;
+  }
+  offer posted(int rank) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return posted_[static_cast<std::size_t>(rank)];
   }
 
   // A rank that cannot store its contribution (no memory for a slot larger
@@ -94,8 +113,9 @@ class group {
   int arrived_ = 0;
   std::uint64_t generation_ = 0;
   std::vector<std::vector<unsigned char>> slots_;
-  std::vector<char> failed_;  // by rank: its last contribution could not be stored
-  static constexpr std::size_t kSlotBytes = 1024;
+  std::vector<char> failed_;   // by rank: its last contribution could not be stored
+  std::vector<offer> posted_;  // by rank: its part of the current all-to-all
+  static constexpr std::size_t kSlotBytes = kMaxAgreementRecord;
 };
 
 // A window over memory of this process: gets and puts are copies, complete
@@ -149,6 +169,66 @@ class local_transport final : public transport {
   void barrier() override { group_->barrier(); }
   void allgather(const void* send, std::size_t bytes, void* recv) override {
     group_->allgather(rank_, send, bytes, recv);
+  }
+
+  // The all-to-alls copy straight from the other ranks' send buffers: every
+  // rank posts its own, and after a barrier copies its pieces; a second
+  // barrier keeps every buffer alive until all ranks have read it.
+  bool has_exchange() const noexcept override { return true; }
+  void alltoall(const void* send, std::size_t bytes, void* recv) override {
+    group::offer mine;
+    mine.send = static_cast<const char*>(send);
+    mine.unit = bytes;
+    group_->post(rank_, mine);
+    group_->barrier();
+    bool sizes_match = true;
+    auto* out = static_cast<char*>(recv);
+    for (int r = 0; r < size(); ++r) {
+      const group::offer o = group_->posted(r);
+      if (o.unit != bytes) {
+        sizes_match = false;
+        continue;
+      }
+      std::memcpy(out + static_cast<std::size_t>(r) * bytes,
+                  o.send + static_cast<std::size_t>(rank_) * bytes, bytes);
+    }
+    group_->barrier();
+    if (!sizes_match) {
+      throw error(DAO_ERR_INTERNAL, "in-process alltoall: the ranks sent different sizes");
+    }
+  }
+  void alltoallv(const void* send, const std::size_t* send_counts, const std::size_t* send_displs,
+                 void* recv, const std::size_t* recv_counts, const std::size_t* recv_displs,
+                 std::size_t unit) override {
+    group::offer mine;
+    mine.send = static_cast<const char*>(send);
+    mine.counts = send_counts;
+    mine.displs = send_displs;
+    mine.unit = unit;
+    group_->post(rank_, mine);
+    group_->barrier();
+    int mismatch = -1;
+    auto* out = static_cast<char*>(recv);
+    const auto me = static_cast<std::size_t>(rank_);
+    for (int r = 0; r < size(); ++r) {
+      const auto k = static_cast<std::size_t>(r);
+      const group::offer o = group_->posted(r);
+      if (o.unit != unit || o.counts[me] != recv_counts[k]) {
+        if (mismatch < 0) mismatch = r;
+        continue;
+      }
+      if (recv_counts[k] != 0) {
+        std::memcpy(out + recv_displs[k] * unit, o.send + o.displs[me] * unit,
+                    recv_counts[k] * unit);
+      }
+    }
+    group_->barrier();
+    if (mismatch >= 0) {
+      throw error(DAO_ERR_INTERNAL,
+                  strprintf("in-process alltoallv: rank %d sends rank %d another count or unit "
+                            "than it expects",
+                            mismatch, rank_));
+    }
   }
 
   // Everything this rank needs is made before the exchange, and the ranks

@@ -78,7 +78,10 @@ void check_support(const communicator& comm, int type, int location) {
       continue;
     }
     if (!mapped) continue;
-    if (kind != DAO_PLACE_CPU) {
+    // A SIM device's part lives in the shared host memory and is charged to
+    // the device (shared_storage.cpp): SIM stands in for GPUs, so a layout
+    // works on it wherever it works on the host.
+    if (kind != DAO_PLACE_CPU && kind != DAO_PLACE_SIM) {
       throw unsupported(strprintf(
           "%s %s memory over %s ranks in several processes is host memory shared through the "
           "transport, and rank %d's part would be on %s, which another process cannot map; use "

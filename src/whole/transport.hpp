@@ -76,6 +76,21 @@ class transport {
   // Collective. recv gets size() * bytes: rank r's `send` at r * bytes.
   virtual void allgather(const void* send, std::size_t bytes, void* recv) = 0;
 
+  // Whether alltoall() and alltoallv() work (the collective gather and
+  // scatter exchange through them; without, they use the window).
+  virtual bool has_exchange() const noexcept { return false; }
+  // Collective. Rank r gets send + r * bytes; recv + r * bytes gets rank r's.
+  virtual void alltoall(const void* send, std::size_t bytes, void* recv);
+  // Collective. Rank r gets send_counts[r] units of `unit` bytes from
+  // send + send_displs[r] * unit; recv + recv_displs[r] * unit gets
+  // recv_counts[r] units from rank r.
+  virtual void alltoallv(const void* send, const std::size_t* send_counts,
+                         const std::size_t* send_displs, void* recv, const std::size_t* recv_counts,
+                         const std::size_t* recv_displs, std::size_t unit);
+  // The largest count, displacement or total in units that alltoallv()
+  // takes (MPI: INT_MAX).
+  virtual std::size_t exchange_limit() const noexcept { return static_cast<std::size_t>(-1); }
+
   // Collective. Exposes [local, local + bytes) of this rank.
   virtual std::unique_ptr<window> expose(void* local, std::size_t bytes) = 0;
   // Collective. Allocates `bytes` of host memory owned by the transport

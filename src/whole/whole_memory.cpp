@@ -6,6 +6,7 @@
 
 #include "core/error.hpp"
 #include "util/format.hpp"
+#include "whole/copy_entry.hpp"
 #include "whole/support.hpp"
 
 namespace dao::detail::whole {
@@ -205,22 +206,32 @@ void whole_memory::check_indices(const char* function, const std::int64_t* indic
 
 void whole_memory::gather(const std::int64_t* indices, std::size_t count, void* dst) {
   check_indices("dao_whole_gather", indices, count, dst, "dst");
+  gather_unchecked(indices, count, dst);
+}
+
+void whole_memory::gather_unchecked(const std::int64_t* indices, std::size_t count, void* dst) {
   if (count == 0) return;
   const std::size_t g = params_.entry_size;
   char* out = static_cast<char*>(dst);
 
   if (char* b = storage_->base()) {
     for (std::size_t i = 0; i < count; ++i)
-      std::memcpy(out + i * g, b + static_cast<std::size_t>(indices[i]) * g, g);
+      copy_entry(out + i * g, b + static_cast<std::size_t>(indices[i]) * g, g);
     return;
   }
   window* w = storage_->win();
+  if (comm_.size() == 1) {  // one part, starting at entry 0
+    const char* part = storage_->part(0);
+    for (std::size_t i = 0; i < count; ++i)
+      copy_entry(out + i * g, part + static_cast<std::size_t>(indices[i]) * g, g);
+    return;
+  }
   if (w == nullptr) {  // chunked: every part is mapped here
     for (std::size_t i = 0; i < count; ++i) {
       const auto index = static_cast<std::size_t>(indices[i]);
       const int r = layout_.owner(index);
-      std::memcpy(out + i * g,
-                  storage_->part(r) + (index - first_[static_cast<std::size_t>(r)]) * g, g);
+      copy_entry(out + i * g, storage_->part(r) + (index - first_[static_cast<std::size_t>(r)]) * g,
+                 g);
     }
     return;
   }
@@ -244,22 +255,33 @@ void whole_memory::gather(const std::int64_t* indices, std::size_t count, void* 
 
 void whole_memory::scatter(const void* src, const std::int64_t* indices, std::size_t count) {
   check_indices("dao_whole_scatter", indices, count, src, "src");
+  scatter_unchecked(src, indices, count);
+}
+
+void whole_memory::scatter_unchecked(const void* src, const std::int64_t* indices,
+                                     std::size_t count) {
   if (count == 0) return;
   const std::size_t g = params_.entry_size;
   const char* in = static_cast<const char*>(src);
 
   if (char* b = storage_->base()) {
     for (std::size_t i = 0; i < count; ++i)
-      std::memcpy(b + static_cast<std::size_t>(indices[i]) * g, in + i * g, g);
+      copy_entry(b + static_cast<std::size_t>(indices[i]) * g, in + i * g, g);
     return;
   }
   window* w = storage_->win();
+  if (comm_.size() == 1) {  // one part, starting at entry 0
+    char* part = storage_->part(0);
+    for (std::size_t i = 0; i < count; ++i)
+      copy_entry(part + static_cast<std::size_t>(indices[i]) * g, in + i * g, g);
+    return;
+  }
   if (w == nullptr) {
     for (std::size_t i = 0; i < count; ++i) {
       const auto index = static_cast<std::size_t>(indices[i]);
       const int r = layout_.owner(index);
-      std::memcpy(storage_->part(r) + (index - first_[static_cast<std::size_t>(r)]) * g, in + i * g,
-                  g);
+      copy_entry(storage_->part(r) + (index - first_[static_cast<std::size_t>(r)]) * g, in + i * g,
+                 g);
     }
     return;
   }

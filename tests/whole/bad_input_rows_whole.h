@@ -583,6 +583,100 @@ ROW(whole_scatter_handle, "dao_whole_scatter", "NULL handle, garbage handle",
   BAD(dao_whole_scatter((dao_whole *)fake(f), in, idx, 3));
 })
 
+ROW(whole_gather_collective_indices, "dao_whole_gather_collective",
+    "index 10 of 10, index -1, NULL indices", DAO_ERR_INVALID_ARGUMENT, "indices", {
+  WHOLE_MAKE(comm, w, DAO_WHOLE_DISTRIBUTED)
+  int64_t idx[3] = {0, 10, 2};
+  unsigned char out[48];
+  size_t i;
+  memset(out, 0x5A, sizeof out);
+  BAD(dao_whole_gather_collective(w, idx, 3, out)); /* "indices[1] = 10 is out of range" */
+  idx[1] = -1;
+  BAD(dao_whole_gather_collective(w, idx, 3, out));
+  BAD(dao_whole_gather_collective(w, NULL, 3, out));
+  for (i = 0; i < sizeof out; ++i)
+    if (out[i] != 0x5A) {
+      note("a failing collective gather wrote dst[%zu]", i);
+      break;
+    }
+  WHOLE_DONE(comm, w);
+})
+
+ROW(whole_gather_collective_buffer, "dao_whole_gather_collective", "NULL dst",
+    DAO_ERR_INVALID_ARGUMENT, "dst", {
+  WHOLE_MAKE(comm, w, DAO_WHOLE_CHUNKED)
+  int64_t idx[3] = {0, 1, 2};
+  BAD(dao_whole_gather_collective(w, idx, 3, NULL));
+  WHOLE_DONE(comm, w);
+})
+
+ROW(whole_gather_collective_overflow, "dao_whole_gather_collective",
+    "count * entry_size overflows", DAO_ERR_INVALID_ARGUMENT, "overflow", {
+  WHOLE_MAKE(comm, w, DAO_WHOLE_DISTRIBUTED)
+  int64_t idx[3] = {0, 1, 2};
+  unsigned char out[48];
+  memset(out, 0, sizeof out);
+  BAD(dao_whole_gather_collective(w, idx, SIZE_MAX / 2, out));
+  WHOLE_DONE(comm, w);
+})
+
+ROW(whole_gather_collective_handle, "dao_whole_gather_collective", "NULL handle, garbage handle",
+    DAO_ERR_INVALID_ARGUMENT, "whole", {
+  int64_t idx[3] = {0, 1, 2};
+  unsigned char out[48];
+  memset(out, 0, sizeof out);
+  BAD(dao_whole_gather_collective(NULL, idx, 3, out));
+  BAD(dao_whole_gather_collective((dao_whole *)fake(f), idx, 3, out));
+})
+
+ROW(whole_scatter_collective_indices, "dao_whole_scatter_collective",
+    "index 10 of 10, index -1, NULL indices", DAO_ERR_INVALID_ARGUMENT, "indices", {
+  WHOLE_MAKE(comm, w, DAO_WHOLE_CONTINUOUS)
+  int64_t idx[3] = {0, 10, 2};
+  unsigned char in[48], before[160];
+  void *base = NULL;
+  memset(in, 0x5A, sizeof in);
+  if (w != NULL) OK(dao_whole_get_base(w, &base));
+  if (base != NULL) {
+    memset(base, 0x33, sizeof before);
+    memcpy(before, base, sizeof before);
+  }
+  BAD(dao_whole_scatter_collective(w, in, idx, 3)); /* "indices[1] = 10 is out of range" */
+  idx[1] = -1;
+  BAD(dao_whole_scatter_collective(w, in, idx, 3));
+  BAD(dao_whole_scatter_collective(w, in, NULL, 3));
+  if (base != NULL && memcmp(base, before, sizeof before) != 0)
+    note("a failing collective scatter changed the object");
+  WHOLE_DONE(comm, w);
+})
+
+ROW(whole_scatter_collective_buffer, "dao_whole_scatter_collective", "NULL src",
+    DAO_ERR_INVALID_ARGUMENT, "src", {
+  WHOLE_MAKE(comm, w, DAO_WHOLE_DISTRIBUTED)
+  int64_t idx[3] = {0, 1, 2};
+  BAD(dao_whole_scatter_collective(w, NULL, idx, 3));
+  WHOLE_DONE(comm, w);
+})
+
+ROW(whole_scatter_collective_overflow, "dao_whole_scatter_collective",
+    "count * entry_size overflows", DAO_ERR_INVALID_ARGUMENT, "overflow", {
+  WHOLE_MAKE(comm, w, DAO_WHOLE_DISTRIBUTED)
+  int64_t idx[3] = {0, 1, 2};
+  unsigned char in[48];
+  memset(in, 0, sizeof in);
+  BAD(dao_whole_scatter_collective(w, in, idx, SIZE_MAX / 2));
+  WHOLE_DONE(comm, w);
+})
+
+ROW(whole_scatter_collective_handle, "dao_whole_scatter_collective",
+    "NULL handle, garbage handle", DAO_ERR_INVALID_ARGUMENT, "whole", {
+  int64_t idx[3] = {0, 1, 2};
+  unsigned char in[48];
+  memset(in, 0, sizeof in);
+  BAD(dao_whole_scatter_collective(NULL, in, idx, 3));
+  BAD(dao_whole_scatter_collective((dao_whole *)fake(f), in, idx, 3));
+})
+
 ROW(whole_store_path, "dao_whole_store", "NULL path, empty path", DAO_ERR_INVALID_ARGUMENT,
     "path", {
   WHOLE_MAKE(comm, w, DAO_WHOLE_CHUNKED)

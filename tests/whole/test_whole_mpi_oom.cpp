@@ -8,8 +8,9 @@
 //   dao_comm_create_mpi, then for each layout (continuous, chunked and
 //   distributed host memory, distributed memory on the rank's place)
 //   dao_whole_create, a write of the local part, a barrier, a gather of an
-//   entry of every rank where the create succeeded, dao_whole_destroy,
-//   and dao_comm_destroy.
+//   entry of every rank where the create succeeded, the same gathered and
+//   scattered back collectively (twice), dao_whole_destroy, and
+//   dao_comm_destroy.
 //
 // After each collective call the ranks compare their statuses (an
 // MPI_Allgather of the test's own): a create succeeds everywhere or fails
@@ -162,6 +163,28 @@ void one_layout(dao_comm* comm, const layout& l, long k) {
     }
   } else if (g != DAO_ERR_OUT_OF_MEMORY) {
     fail("dao_whole_gather: %s: %s", dao_status_string(g), dao_last_error());
+  }
+  // Collective: the exchange's buffers and its room for what arrives are
+  // agreed on, so rank 1 out of memory fails every rank alike. Twice: the
+  // second call finds the buffers made.
+  for (int round = 0; round < 2; ++round) {
+    std::snprintf(where, sizeof where, "k %ld, %s, gather_collective %d", k, l.name, round);
+    std::memset(out, 0, sizeof out);
+    if (agreed("dao_whole_gather_collective",
+               dao_whole_gather_collective(w, indices, count, out))) {
+      for (std::size_t i = 0; i < count; ++i) {
+        std::int64_t got = -1;
+        std::memcpy(&got, out + i * kEntry, sizeof got);
+        if (got != indices[i])
+          fail("collective gather read %lld for entry %lld", static_cast<long long>(got),
+               static_cast<long long>(indices[i]));
+      }
+    }
+    std::snprintf(where, sizeof where, "k %ld, %s, scatter_collective %d", k, l.name, round);
+    // Writes back what each entry holds: the contents stay as they are.
+    for (std::size_t i = 0; i < count; ++i)
+      std::memcpy(out + i * kEntry, &indices[i], sizeof indices[i]);
+    agreed("dao_whole_scatter_collective", dao_whole_scatter_collective(w, out, indices, count));
   }
   released("dao_comm_barrier", dao_comm_barrier(comm));
   std::snprintf(where, sizeof where, "k %ld, %s, destroy", k, l.name);

@@ -218,6 +218,36 @@ static void wb_gather_check(wb_ctx *c, dao_whole *w, const int64_t *idx, size_t 
   free(out);
 }
 
+/* The same through dao_whole_gather_collective(), which every rank calls:
+ * each rank gathers its own `count` entries. */
+static void wb_gather_collective_check(wb_ctx *c, dao_whole *w, const int64_t *idx, size_t count,
+                                       size_t entry_size, wb_generation_fn gen, uint64_t seed) {
+  unsigned char *out = (unsigned char *)malloc(count * entry_size + 1);
+  size_t i;
+  int bad = 0;
+  dao_status s;
+  if (out != NULL) memset(out, 0xEE, count * entry_size + 1);
+  /* Every rank makes the call, also one without memory for the check. */
+  s = dao_whole_gather_collective(w, idx, out != NULL ? count : 0, out);
+  if (out == NULL) {
+    WB_CHECK(c, out != NULL);
+    return;
+  }
+  if (WB_STATUS(c, s, DAO_OK)) {
+    for (i = 0; i < count && bad < 3; ++i) {
+      unsigned g = gen((uint64_t)idx[i], seed, c->size);
+      if (!wb_entry_is(out + i * entry_size, (uint64_t)idx[i], entry_size, g)) {
+        wb_fail(c, __FILE__, __LINE__, "collectively gathered entry %lld (position %zu) is wrong",
+                (long long)idx[i], i);
+        ++bad;
+      }
+    }
+    WB_CHECKF(c, out[count * entry_size] == 0xEE, "collective gather wrote past its %zu entries",
+              count);
+  }
+  free(out);
+}
+
 /* --- one object, start to end --------------------------------------------------
  *
  * Creates an object, checks the partition and the pointers, fills every
@@ -320,9 +350,16 @@ static int wb_roundtrip(wb_ctx *c, dao_whole_type type, dao_whole_location locat
   } else {
     for (i = 0; i < count; ++i) idx[i] = (int64_t)(wb_rand(&rng) % entries);
     wb_gather_check(c, w, idx, count, entry_size, wb_gen_initial, seed);
+    /* Collectively, each rank its own number of entries (the last rank
+       none when there are several). */
+    wb_gather_collective_check(c, w, idx,
+                               c->size > 1 && c->rank == c->size - 1 ? 0 : count - (size_t)c->rank,
+                               entry_size, wb_gen_initial, seed);
     for (i = 0; i < entries; ++i) idx[i] = (int64_t)i;
     wb_gather_check(c, w, idx, entries, entry_size, wb_gen_initial, seed);
+    wb_gather_collective_check(c, w, idx, entries, entry_size, wb_gen_initial, seed);
     WB_OK(c, dao_whole_gather(w, NULL, 0, NULL));
+    WB_OK(c, dao_whole_gather_collective(w, NULL, 0, NULL));
   }
   WB_OK(c, dao_comm_barrier(c->comm));
 
@@ -343,8 +380,15 @@ static int wb_roundtrip(wb_ctx *c, dao_whole_type type, dao_whole_location locat
       idx[j] = t;
     }
     for (i = 0; i < n; ++i) wb_fill_entry(buf + i * entry_size, (uint64_t)idx[i], entry_size, 1);
-    WB_OK(c, dao_whole_scatter(w, buf, idx, n));
-    WB_OK(c, dao_whole_scatter(w, NULL, NULL, 0));
+    /* Odd seeds scatter collectively (every rank calls), even ones
+       one-sidedly; the result is the same. */
+    if (seed % 2 == 1) {
+      WB_OK(c, dao_whole_scatter_collective(w, buf, idx, n));
+      WB_OK(c, dao_whole_scatter_collective(w, NULL, NULL, 0));
+    } else {
+      WB_OK(c, dao_whole_scatter(w, buf, idx, n));
+      WB_OK(c, dao_whole_scatter(w, NULL, NULL, 0));
+    }
   }
   WB_OK(c, dao_comm_barrier(c->comm));
   if (idx != NULL && buf != NULL) {
@@ -474,6 +518,43 @@ static void wb_disagreement(wb_ctx *c) {
            DAO_ERR_INVALID_ARGUMENT, "disagree on path");
   WB_FAILS(c, dao_whole_store(w, c->rank == 0 ? NULL : "/tmp/dao-whole-b"),
            DAO_ERR_INVALID_ARGUMENT, "path must not be NULL");
+  /* A collective gather or scatter with one rank's bad index fails on
+     every rank, naming that rank, and copies nothing anywhere; so does one
+     where the ranks pass different objects, or are in different calls. */
+  {
+    int64_t good[2] = {1, 98}, bad[2] = {1, 100};
+    unsigned char out[16], in[16];
+    char needle[96];
+    size_t k;
+    memset(out, 0x11, sizeof out);
+    if (c->rank == 0) WB_OK(c, dao_whole_scatter(w, out, good, 2));
+    WB_OK(c, dao_comm_barrier(c->comm));
+    memset(out, 0xAB, sizeof out);
+    memset(in, 0x5A, sizeof in);
+    snprintf(needle, sizeof needle,
+             "on rank %d of %d: dao_whole_gather_collective: indices[1] = 100", last, c->size);
+    WB_FAILS(c, dao_whole_gather_collective(w, c->rank == last ? bad : good, 2, out),
+             DAO_ERR_INVALID_ARGUMENT, needle);
+    for (k = 0; k < sizeof out; ++k) WB_CHECK(c, out[k] == 0xAB);
+    snprintf(needle, sizeof needle, "on rank 0 of %d: dao_whole_scatter_collective: src must not",
+             c->size);
+    WB_FAILS(c, dao_whole_scatter_collective(w, c->rank == 0 ? NULL : in, good, 2),
+             DAO_ERR_INVALID_ARGUMENT, needle);
+    WB_FAILS(c, dao_whole_gather_collective(c->rank == last ? w2 : w, good, 2, out),
+             DAO_ERR_INVALID_ARGUMENT, "different objects");
+    if (c->rank == 0) {
+      WB_FAILS(c, dao_comm_barrier(c->comm), DAO_ERR_INVALID_ARGUMENT,
+               "different collective calls");
+    } else {
+      WB_FAILS(c, dao_whole_scatter_collective(w, in, good, 2), DAO_ERR_INVALID_ARGUMENT,
+               "different collective calls");
+    }
+    for (k = 0; k < sizeof out; ++k) WB_CHECK(c, out[k] == 0xAB);
+    /* Nothing was scattered: entry 1 and 98 still hold what they held. */
+    WB_OK(c, dao_whole_gather(w, good, 2, out));
+    for (k = 0; k < sizeof out; ++k) WB_CHECK(c, out[k] == 0x11);
+    WB_OK(c, dao_comm_barrier(c->comm));
+  }
   /* Nothing was destroyed: both objects still work, then go. */
   {
     int64_t i = 99;

@@ -221,6 +221,8 @@ module dao
     procedure :: base => whole_base
     procedure :: gather => whole_gather
     procedure :: scatter => whole_scatter
+    procedure :: gather_collective => whole_gather_collective
+    procedure :: scatter_collective => whole_scatter_collective
     procedure :: store => whole_store
     procedure :: load => whole_load
   end type dao_whole
@@ -275,6 +277,7 @@ module dao
              comm_supported
   private :: whole_create, whole_destroy, whole_info, whole_partition, whole_entry_rank, &
              whole_local, whole_rank_pointer, whole_base, whole_gather, whole_scatter, &
+             whole_gather_collective, whole_scatter_collective, &
              whole_store, whole_load, whole_buffer_ok
 
 contains
@@ -2051,6 +2054,65 @@ contains
     idx(:) = int(indices, c_int64_t)
     call finish(dao_whole_scatter(self%handle, src, idx, size(idx, kind=c_size_t)), status)
   end subroutine whole_scatter
+
+  !> As gather, called by every rank together (each with its own indices,
+  !> possibly none): on distributed memory the ranks exchange with
+  !> two-sided collectives (MPI_Alltoall, MPI_Alltoallv), the fast path
+  !> when all ranks gather at once. Collective: any rank's bad argument
+  !> fails every rank. A buffer too small still takes part in the call (as
+  !> a NULL buffer, which fails every rank), so that no rank is left
+  !> waiting; this rank then reports the size.
+  subroutine whole_gather_collective(self, indices, dst, bytes, status)
+    class(dao_whole), intent(in) :: self
+    integer(int64), intent(in) :: indices(:)
+    type(c_ptr), intent(in) :: dst
+    integer(int64), intent(in) :: bytes
+    integer(c_int), intent(out), optional :: status
+    integer(c_int64_t), allocatable :: idx(:)
+    integer(c_int) :: st
+    logical :: ok
+    type(c_ptr) :: out
+    allocate(idx(size(indices)))
+    idx(:) = int(indices, c_int64_t)
+    ok = whole_buffer_ok(self, size(indices, kind=int64), bytes, &
+                         'dao_whole%gather_collective', st)
+    out = dst
+    if (.not. ok) out = c_null_ptr
+    st = dao_whole_gather_collective(self%handle, idx, size(idx, kind=c_size_t), out)
+    if (.not. ok) then
+      ok = whole_buffer_ok(self, size(indices, kind=int64), bytes, &
+                           'dao_whole%gather_collective', status)
+      return
+    end if
+    call finish(st, status)
+  end subroutine whole_gather_collective
+
+  !> As scatter, called by every rank together (see gather_collective).
+  !> Collective.
+  subroutine whole_scatter_collective(self, src, bytes, indices, status)
+    class(dao_whole), intent(in) :: self
+    type(c_ptr), intent(in) :: src
+    integer(int64), intent(in) :: bytes
+    integer(int64), intent(in) :: indices(:)
+    integer(c_int), intent(out), optional :: status
+    integer(c_int64_t), allocatable :: idx(:)
+    integer(c_int) :: st
+    logical :: ok
+    type(c_ptr) :: in
+    allocate(idx(size(indices)))
+    idx(:) = int(indices, c_int64_t)
+    ok = whole_buffer_ok(self, size(indices, kind=int64), bytes, &
+                         'dao_whole%scatter_collective', st)
+    in = src
+    if (.not. ok) in = c_null_ptr
+    st = dao_whole_scatter_collective(self%handle, in, idx, size(idx, kind=c_size_t))
+    if (.not. ok) then
+      ok = whole_buffer_ok(self, size(indices, kind=int64), bytes, &
+                           'dao_whole%scatter_collective', status)
+      return
+    end if
+    call finish(st, status)
+  end subroutine whole_scatter_collective
 
   !> Write the object to a file (entries in index order). Collective.
   subroutine whole_store(self, path, status)

@@ -302,6 +302,9 @@ module dao_c
     type(c_funptr) :: destroy = c_null_funptr
     type(c_funptr) :: window_get_many = c_null_funptr
     type(c_funptr) :: window_put_many = c_null_funptr
+    type(c_funptr) :: alltoall = c_null_funptr
+    type(c_funptr) :: alltoallv = c_null_funptr
+    integer(c_size_t) :: exchange_limit = 0
   end type dao_comm_transport
 
   ! --- trace.h ---
@@ -363,7 +366,7 @@ module dao_c
     end subroutine dao_oom_callback
   end interface
 
-  ! --- the 124 functions, by header ---
+  ! --- the 126 functions, by header ---
   ! version.h (2)
   public :: dao_version_number, dao_version_string
   ! status.h (2)
@@ -404,14 +407,14 @@ module dao_c
   public :: dao_tiered_create, dao_tiered_set_score_callback, dao_tensor_create, dao_tensor_write, &
             dao_tensor_read, dao_tensor_get_state, dao_tensor_release, dao_kernel_submit, &
             dao_tiered_synchronize, dao_tiered_get_stats, dao_tiered_destroy
-  ! whole.h (24)
+  ! whole.h (26)
   public :: dao_comm_create_local, dao_comm_destroy, dao_comm_rank, dao_comm_size, &
             dao_comm_rank_place, dao_comm_get_info, dao_comm_barrier, dao_whole_type_name, &
             dao_whole_location_name, dao_whole_supported, dao_whole_create, dao_whole_destroy, &
             dao_whole_get_info, dao_whole_get_partition, dao_whole_entry_rank, &
             dao_whole_get_local, dao_whole_get_rank_pointer, dao_whole_get_base, dao_whole_gather, &
-            dao_whole_scatter, dao_whole_store, dao_whole_load, dao_comm_create_transport, &
-            dao_comm_transport_error
+            dao_whole_scatter, dao_whole_gather_collective, dao_whole_scatter_collective, &
+            dao_whole_store, dao_whole_load, dao_comm_create_transport, dao_comm_transport_error
   ! trace.h (6)
   public :: dao_trace_start, dao_trace_stop, dao_trace_flush, dao_trace_mark, dao_trace_get_stats, &
             dao_allocator_set_oom_callback
@@ -1408,6 +1411,30 @@ module dao_c
       integer(c_size_t), value :: count
       integer(c_int) :: r
     end function dao_whole_scatter
+
+    !> dao_whole_gather() called by every rank together: each rank gets its own entries,
+    !> `indices[i]` into `dst + i * entry_size`.
+    function dao_whole_gather_collective(whole, indices, count, dst) &
+        bind(C, name="dao_whole_gather_collective") result(r)
+      import :: c_int, c_int64_t, c_size_t, c_ptr
+      type(c_ptr), value :: whole
+      integer(c_int64_t), dimension(*), intent(in), optional :: indices
+      integer(c_size_t), value :: count
+      type(c_ptr), value :: dst
+      integer(c_int) :: r
+    end function dao_whole_gather_collective
+
+    !> dao_whole_scatter() called by every rank together: each rank writes `src + i * entry_size` to
+    !> entry `indices[i]`.
+    function dao_whole_scatter_collective(whole, src, indices, count) &
+        bind(C, name="dao_whole_scatter_collective") result(r)
+      import :: c_int, c_int64_t, c_size_t, c_ptr
+      type(c_ptr), value :: whole
+      type(c_ptr), value :: src
+      integer(c_int64_t), dimension(*), intent(in), optional :: indices
+      integer(c_size_t), value :: count
+      integer(c_int) :: r
+    end function dao_whole_scatter_collective
 
     !> Write the whole object to a file: rank 0 creates (or truncates) the file at the total size,
     !> then every rank writes its own part at its byte offset.

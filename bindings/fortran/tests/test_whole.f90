@@ -119,7 +119,7 @@ contains
     type(dao_whole) :: w, w2
     type(dao_whole_info) :: info
     type(dao_whole_range) :: mine, part(0:1)
-    integer(int64) :: n_mine, i, j, k, tmp, entry_bytes
+    integer(int64) :: n_mine, i, j, k, tmp, entry_bytes, n_coll
     integer(int64), allocatable :: order(:), idx(:)
     real(real64), allocatable, target :: src(:, :), dst(:, :)
     real(real64), pointer :: local(:, :)
@@ -206,6 +206,31 @@ contains
       ok = ok .and. all(same(dst(:, i), entry_value(idx(i))))
     end do
     call expect(s, ok, what // ': gathered entries are the scattered ones')
+
+    ! The same, every rank together (rank 1 with fewer indices).
+    dst = -1.0_real64
+    n_coll = size(idx, kind=int64) - s%rank * 100
+    call w%gather_collective(idx(1:n_coll), c_loc(dst), size(dst, kind=int64) * 8, st)
+    call expect(s, st == DAO_OK, what // ': collective gather')
+    ok = .true.
+    do i = 1, n_coll
+      ok = ok .and. all(same(dst(:, i), entry_value(idx(i))))
+    end do
+    call expect(s, ok, what // ': collectively gathered entries are the scattered ones')
+    ! A buffer too small on one rank fails both.
+    if (s%rank == 0) then
+      call w%gather_collective(idx, c_loc(dst), 8_int64, st)
+      msg = dao_last_message()
+      call expect(s, st == DAO_ERR_INVALID_ARGUMENT .and. index(msg, 'too small') > 0, &
+                  what // ': collective gather into a small buffer')
+    else
+      call w%gather_collective(idx, c_loc(dst), size(dst, kind=int64) * 8, st)
+      call expect(s, st == DAO_ERR_INVALID_ARGUMENT, &
+                  what // ': collective gather fails with the other rank''s small buffer')
+    end if
+    ! Scatter back what is there: nothing changes.
+    call w%scatter_collective(c_loc(dst), n_coll * ENTRY_WORDS * 8, idx(1:n_coll), st)
+    call expect(s, st == DAO_OK, what // ': collective scatter')
 
     ! The local part holds this rank's entries.
     if (mine%entry_count > 0) then

@@ -401,6 +401,10 @@ _dao_comm_transport_window_get_many = CFUNCTYPE(dao_status, c_void_p, c_void_p, 
 _dao_comm_transport_window_put_many = CFUNCTYPE(dao_status, c_void_p, c_void_p, c_int, c_size_t,
                                                 POINTER(c_size_t), POINTER(c_size_t), c_void_p,
                                                 POINTER(c_size_t))
+_dao_comm_transport_alltoall = CFUNCTYPE(dao_status, c_void_p, c_void_p, c_size_t, c_void_p)
+_dao_comm_transport_alltoallv = CFUNCTYPE(dao_status, c_void_p, c_void_p, POINTER(c_size_t),
+                                          POINTER(c_size_t), c_void_p, POINTER(c_size_t),
+                                          POINTER(c_size_t), c_size_t)
 
 
 class dao_comm_transport(Structure):
@@ -428,6 +432,9 @@ class dao_comm_transport(Structure):
         ("destroy", _dao_comm_transport_destroy),
         ("window_get_many", _dao_comm_transport_window_get_many),
         ("window_put_many", _dao_comm_transport_window_put_many),
+        ("alltoall", _dao_comm_transport_alltoall),
+        ("alltoallv", _dao_comm_transport_alltoallv),
+        ("exchange_limit", c_size_t),
     ]
 
 
@@ -486,7 +493,7 @@ STRUCTS = (
     dao_trace_stats,
 )
 
-# The 124 functions, in the order of the headers: name ->
+# The 126 functions, in the order of the headers: name ->
 # (restype, argtypes).
 FUNCTIONS = {
     # version.h
@@ -788,6 +795,12 @@ FUNCTIONS = {
     # dao_whole_scatter(whole, src, indices, count): Copy a local buffer into entries, by global
     # index: `src + i * entry_size` goes to entry `indices[i]`.
     "dao_whole_scatter": (dao_status, (c_void_p, c_void_p, POINTER(c_int64), c_size_t)),
+    # dao_whole_gather_collective(whole, indices, count, dst): dao_whole_gather() called by every
+    # rank together: each rank gets its own entries, `indices[i]` into `dst + i * entry_size`.
+    "dao_whole_gather_collective": (dao_status, (c_void_p, POINTER(c_int64), c_size_t, c_void_p)),
+    # dao_whole_scatter_collective(whole, src, indices, count): dao_whole_scatter() called by every
+    # rank together: each rank writes `src + i * entry_size` to entry `indices[i]`.
+    "dao_whole_scatter_collective": (dao_status, (c_void_p, c_void_p, POINTER(c_int64), c_size_t)),
     # dao_whole_store(whole, path): Write the whole object to a file: rank 0 creates (or truncates)
     # the file at the total size, then every rank writes its own part at its byte offset.
     "dao_whole_store": (dao_status, (c_void_p, c_char_p)),

@@ -36,6 +36,7 @@ export DaoError, CallbackError, Place, cpu, cuda, cuda_pinned, cuda_managed, sim
        TieredPool, Tensor, write!, set_score_callback!,
        Comm, WholeMemory, local_comms, nranks, rank_place, barrier, supported, partition,
        entries, entry_rank, local_part, rank_part, whole_array, gather, gather!, scatter!,
+       gather_collective, gather_collective!, scatter_collective!,
        store, load!,
        interop_functions, pluggable_malloc, pluggable_free, pluggable_record_stream,
        cupy_malloc, cupy_free, interop_stats,

@@ -388,6 +388,9 @@ struct CommTransport
     destroy::Ptr{Cvoid}
     window_get_many::Ptr{Cvoid}
     window_put_many::Ptr{Cvoid}
+    alltoall::Ptr{Cvoid}
+    alltoallv::Ptr{Cvoid}
+    exchange_limit::Csize_t
 end
 
 # --- trace.h -----------------------------------------------------------------
@@ -408,7 +411,7 @@ struct TraceStats
 end
 
 # =============================================================================
-# The 124 functions, in the order of the headers.
+# The 126 functions, in the order of the headers.
 # =============================================================================
 
 # --- version.h ---
@@ -848,6 +851,18 @@ dao_whole_gather(whole, indices, count, dst) =
 # `indices[i]`.
 dao_whole_scatter(whole, src, indices, count) =
     @gcsafe ccall((:dao_whole_scatter, libdao), Cint,
+                  (Ptr{Cvoid}, Ptr{Cvoid}, Ptr{Int64}, Csize_t),
+                  whole, src, indices, count)
+# dao_whole_gather() called by every rank together: each rank gets its own entries, `indices[i]`
+# into `dst + i * entry_size`.
+dao_whole_gather_collective(whole, indices, count, dst) =
+    @gcsafe ccall((:dao_whole_gather_collective, libdao), Cint,
+                  (Ptr{Cvoid}, Ptr{Int64}, Csize_t, Ptr{Cvoid}),
+                  whole, indices, count, dst)
+# dao_whole_scatter() called by every rank together: each rank writes `src + i * entry_size` to
+# entry `indices[i]`.
+dao_whole_scatter_collective(whole, src, indices, count) =
+    @gcsafe ccall((:dao_whole_scatter_collective, libdao), Cint,
                   (Ptr{Cvoid}, Ptr{Cvoid}, Ptr{Int64}, Csize_t),
                   whole, src, indices, count)
 # Write the whole object to a file: rank 0 creates (or truncates) the file at the total size, then

@@ -464,6 +464,73 @@ function scatter!(w::WholeMemory, indices::AbstractVector{<:Integer}, src::Vecto
     return w
 end
 
+# The collective calls take part even when this rank's buffer is wrong (as
+# a NULL buffer, which fails every rank alike), so that no rank is left
+# waiting; then this rank throws its own reason.
+function _collective_buffer_error(w::WholeMemory, buf::Vector, n::Int)
+    try
+        _check_buffer(w, buf, n)
+        return nothing
+    catch e
+        e isa ArgumentError || rethrow()
+        return e
+    end
+end
+
+"""
+    gather_collective!(dst::Vector{T}, w::WholeMemory, indices) -> dst
+
+[`gather!`](@ref) called by every rank together, each with its own indices
+(possibly none): on distributed memory the ranks exchange with two-sided
+collectives (`dao_whole_gather_collective`: MPI_Alltoall of counts,
+MPI_Alltoallv of indices and entries), the fast path when all ranks gather
+at once. Collective: any rank's bad argument fails every rank with a
+`DaoError` (`DAO_ERR_INVALID_ARGUMENT`), and nothing is copied.
+"""
+function gather_collective!(dst::Vector{T}, w::WholeMemory,
+                            indices::AbstractVector{<:Integer}) where {T}
+    idx = _indices(indices)
+    bad = _collective_buffer_error(w, dst, length(idx))
+    if bad !== nothing
+        dao_whole_gather_collective(_handle(w), idx, Csize_t(length(idx)), C_NULL)
+        throw(bad)
+    end
+    check(dao_whole_gather_collective(_handle(w), idx, Csize_t(length(idx)), dst))
+    return dst
+end
+
+"""
+    gather_collective(T, w::WholeMemory, indices) -> Vector{T}
+
+As [`gather_collective!`](@ref) into a new vector.
+"""
+function gather_collective(::Type{T}, w::WholeMemory, indices::AbstractVector{<:Integer}) where {T}
+    _check_eltype(T)
+    w.entry_size % sizeof(T) == 0 ||
+        throw(ArgumentError("entries of $(w.entry_size) bytes are not a whole number of $T"))
+    dst = Vector{T}(undef, length(indices) * (w.entry_size ÷ sizeof(T)))
+    return gather_collective!(dst, w, indices)
+end
+
+"""
+    scatter_collective!(w::WholeMemory, indices, src::Vector) -> w
+
+[`scatter!`](@ref) called by every rank together
+(`dao_whole_scatter_collective`); see [`gather_collective!`](@ref). Every
+rank sees the new values after the next collective call.
+"""
+function scatter_collective!(w::WholeMemory, indices::AbstractVector{<:Integer},
+                             src::Vector{T}) where {T}
+    idx = _indices(indices)
+    bad = _collective_buffer_error(w, src, length(idx))
+    if bad !== nothing
+        dao_whole_scatter_collective(_handle(w), C_NULL, idx, Csize_t(length(idx)))
+        throw(bad)
+    end
+    check(dao_whole_scatter_collective(_handle(w), src, idx, Csize_t(length(idx))))
+    return w
+end
+
 """
     store(w::WholeMemory, path)
 

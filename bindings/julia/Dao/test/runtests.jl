@@ -878,6 +878,16 @@ on_ranks(f, comms) = fetch.([Threads.@spawn f(c) for c in comms])
             @test gather(Int32, w1, 1:10) == data
             @test gather(Int32, w1, [10, 1, 10]) == Int32[37:40; 1:4; 37:40]
             @test local_part(Int32, w1) == data[21:40]
+            # Every rank together, each its own indices (rank 1 none).
+            got = on_ranks(w -> gather_collective(Int32, w, w === w0 ? (1:10) : Int[]), ws)
+            @test got[1] == data && isempty(got[2])
+            on_ranks(w -> scatter_collective!(w, w === w0 ? [10] : Int[],
+                                              w === w0 ? Int32.(37:40) : Int32[]), ws)
+            on_ranks(barrier, comms)
+            @test gather(Int32, w1, [10]) == Int32.(37:40)
+            # One rank's bad index fails both.
+            errs = on_ranks(w -> thrown(() -> gather_collective(Int32, w, w === w0 ? [11] : [1])), ws)
+            @test all(e -> e isa DaoError && e.status == DAO_ERR_INVALID_ARGUMENT, errs)
             if type == :distributed
                 expect_dao(() -> rank_part(Int32, w0, 1), DAO_ERR_UNSUPPORTED)
             else

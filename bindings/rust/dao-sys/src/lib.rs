@@ -764,6 +764,35 @@ pub struct dao_comm_transport {
             src_offsets: *const usize,
         ) -> dao_status,
     >,
+    /// Collective, optional (may be NULL, together with `alltoallv`: the collective gather and
+    /// scatter then use the window): every rank sends bytes to each rank, `send + r * bytes` to
+    /// rank r, and receives rank r's at `recv + r * bytes`.
+    pub alltoall: Option<
+        unsafe extern "C" fn(
+            self_: *mut c_void,
+            send: *const c_void,
+            bytes: usize,
+            recv: *mut c_void,
+        ) -> dao_status,
+    >,
+    /// Collective, optional (see `alltoall`): rank r gets `send_counts\[r\]` units of unit bytes
+    /// from `send + send_displs\[r\] * unit`; this rank receives `recv_counts\[r\]` units from rank
+    /// r at `recv + recv_displs\[r\] * unit`.
+    pub alltoallv: Option<
+        unsafe extern "C" fn(
+            self_: *mut c_void,
+            send: *const c_void,
+            send_counts: *const usize,
+            send_displs: *const usize,
+            recv: *mut c_void,
+            recv_counts: *const usize,
+            recv_displs: *const usize,
+            unit: usize,
+        ) -> dao_status,
+    >,
+    /// The largest count, displacement or total (in units) that `alltoallv` takes, for example
+    /// INT_MAX for MPI; 0: no limit.
+    pub exchange_limit: usize,
 }
 
 // ------------------------------------------------------------------ trace.h
@@ -1243,6 +1272,22 @@ extern "C" {
     /// Copy a local buffer into entries, by global index: `src + i * entry_size` goes to entry
     /// `indices\[i\]`.
     pub fn dao_whole_scatter(
+        whole: *mut dao_whole,
+        src: *const c_void,
+        indices: *const i64,
+        count: usize,
+    ) -> dao_status;
+    /// dao_whole_gather() called by every rank together: each rank gets its own entries,
+    /// `indices\[i\]` into `dst + i * entry_size`.
+    pub fn dao_whole_gather_collective(
+        whole: *mut dao_whole,
+        indices: *const i64,
+        count: usize,
+        dst: *mut c_void,
+    ) -> dao_status;
+    /// dao_whole_scatter() called by every rank together: each rank writes `src + i * entry_size`
+    /// to entry `indices\[i\]`.
+    pub fn dao_whole_scatter_collective(
         whole: *mut dao_whole,
         src: *const c_void,
         indices: *const i64,

@@ -573,6 +573,59 @@ impl<'c> WholeMemory<'c> {
         })
     }
 
+    /// [`WholeMemory::gather`] called by every rank together, each with its
+    /// own indices (possibly none) (`dao_whole_gather_collective`): on
+    /// distributed memory the ranks exchange with two-sided collectives
+    /// (MPI_Alltoall of counts, MPI_Alltoallv of indices and entries), the
+    /// fast path when all ranks gather at once. Collective: any rank's bad
+    /// argument fails every rank with [`Status::InvalidArgument`], and
+    /// nothing is copied. A `dst` of the wrong size still takes part (as a
+    /// NULL buffer, which fails every rank), so that no rank waits for ever.
+    pub fn gather_collective<T: Pod>(&self, indices: &[i64], dst: &mut [T]) -> Result<()> {
+        let size_ok = self.check_len::<T>(indices.len(), dst.len(), "a destination");
+        let out = if size_ok.is_ok() {
+            dst.as_mut_ptr().cast::<c_void>()
+        } else {
+            std::ptr::null_mut()
+        };
+        // SAFETY: a live handle; `out` holds the bytes of every entry (or is
+        // NULL, which libdao refuses on every rank), and any bytes are valid
+        // values of a Pod type.
+        let status = check(unsafe {
+            ffi::dao_whole_gather_collective(
+                self.raw.as_ptr(),
+                indices.as_ptr(),
+                indices.len(),
+                out,
+            )
+        });
+        size_ok.and(status)
+    }
+
+    /// [`WholeMemory::scatter`] called by every rank together
+    /// (`dao_whole_scatter_collective`); see
+    /// [`WholeMemory::gather_collective`]. Every rank sees the values after
+    /// the next collective call.
+    pub fn scatter_collective<T: Pod>(&self, src: &[T], indices: &[i64]) -> Result<()> {
+        let size_ok = self.check_len::<T>(indices.len(), src.len(), "a source");
+        let input = if size_ok.is_ok() {
+            src.as_ptr().cast::<c_void>()
+        } else {
+            std::ptr::null()
+        };
+        // SAFETY: a live handle; `input` holds the bytes of every entry (or
+        // is NULL, which libdao refuses on every rank).
+        let status = check(unsafe {
+            ffi::dao_whole_scatter_collective(
+                self.raw.as_ptr(),
+                input,
+                indices.as_ptr(),
+                indices.len(),
+            )
+        });
+        size_ok.and(status)
+    }
+
     /// Writes the object to a file, entries in index order
     /// (`dao_whole_store`). Collective, with the same path on every rank.
     pub fn store(&self, path: impl AsRef<Path>) -> Result<()> {

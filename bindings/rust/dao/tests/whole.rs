@@ -144,6 +144,17 @@ fn scatter_then_gather_on_every_type_and_location() {
                 // Nothing to copy.
                 w.gather::<u8>(&[], &mut []).unwrap();
                 w.scatter::<u8>(&[], &[]).unwrap();
+                // Every rank together, rank 1 with fewer indices.
+                let n = idx.len() - rank as usize * 100;
+                let mut together = vec![[0u32; 3]; n];
+                w.gather_collective(&idx[..n], &mut together).unwrap();
+                assert_eq!(&together[..], &got[..n]);
+                w.scatter_collective(&together, &idx[..n]).unwrap();
+                // One rank's bad index fails both.
+                let bad = if rank == 0 { N as i64 } else { 0 };
+                let e = w.gather_collective(&[bad], &mut together[..1]).unwrap_err();
+                assert_eq!(e.status(), Status::InvalidArgument);
+                comm.barrier().unwrap();
 
                 // The local part through its pointer.
                 let (ptr, range) = w.local().unwrap();
@@ -388,6 +399,9 @@ fn transport_hooks_refuse_bad_input() {
         destroy: None,
         window_get_many: None,
         window_put_many: None,
+        alltoall: None,
+        alltoallv: None,
+        exchange_limit: 0,
     };
     let e = unsafe { Comm::from_transport(&transport, Place::cpu()) }.unwrap_err();
     assert_eq!(e.status(), Status::InvalidArgument);
