@@ -134,6 +134,17 @@ extern "C" dao_status dao_tiered_get_stats(dao_tiered* pool, dao_tiered_stats* s
   });
 }
 
+extern "C" dao_status dao_tiered_get_link_stats(dao_tiered* pool, dao_tiered_link_stats* stats) {
+  return guarded([&] {
+    dao_tiered& p = checked_tiered(pool, "dao_tiered_get_link_stats");
+    check_sized(stats, "dao_tiered_get_link_stats", "stats");  // before any work
+    dao_tiered_link_stats s;
+    std::memset(&s, 0, sizeof s);
+    p.impl->read_link_stats(s);
+    write_sized(s, stats, "dao_tiered_get_link_stats", "stats");
+  });
+}
+
 extern "C" dao_status dao_tiered_destroy(dao_tiered* pool) {
   return guarded([&] {
     dao_tiered& p = checked_tiered(pool, "dao_tiered_destroy");

@@ -242,7 +242,7 @@ void executor::run_kernel(tiered_op& o, std::unique_lock<std::mutex>& lock) {
   for (tiered_tensor* t : o.distinct) {
     if (t->prefetched) {
       t->prefetched = false;
-      if (t->resident && (t->transit == nullptr || t->transit->query())) {
+      if (t->resident && copies_.arrived(*t)) {
         ++stats_.prefetches_in_time;
       }
     }
@@ -285,13 +285,12 @@ void executor::run_kernel(tiered_op& o, std::unique_lock<std::mutex>& lock) {
   // outside the enumerators as a dao_status would be undefined in C++, so it
   // is stored as returned and read back as bytes (raw_enum), never loaded.
   int status = DAO_OK;
-  std::uint64_t stall = 0;
+  std::uint64_t kernel_ns = 0;
   {
     unlocked u(lock);
-    const auto t0 = steady::now();
+    // Timed by transfers: the pool's stall_ns.
     copies_.wait_fence(fence);
-    stall = static_cast<std::uint64_t>(
-        std::chrono::duration_cast<std::chrono::nanoseconds>(steady::now() - t0).count());
+    const auto t0 = steady::now();
     // Marked as this pool's kernel (owner: the executor), so that calls
     // that would wait for it refuse (tiered_pool::refuse_reentry).
     const callback_scope scope(callback_scope::kind::kernel, this, copies_.compute_handle());
@@ -299,8 +298,10 @@ void executor::run_kernel(tiered_op& o, std::unique_lock<std::mutex>& lock) {
                                      out_ptrs.size(), copies_.compute_handle());
     status = raw_enum(returned);
     copies_.synchronize_compute();
+    kernel_ns = static_cast<std::uint64_t>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(steady::now() - t0).count());
   }
-  stats_.stall_ns += stall;
+  kernel_ns_ += kernel_ns;
   ++stats_.kernels_run;
   unpin();
   for (tiered_tensor* t : o.outputs) t->host_valid = false;

@@ -89,6 +89,8 @@ class executor {
   // callback of this pool (no mutex needed).
   bool on_worker() const noexcept { return std::this_thread::get_id() == thread_.get_id(); }
   const std::string& fail_message() const noexcept { return fail_message_; }
+  // Nanoseconds spent in kernels (with their compute stream's work).
+  std::uint64_t kernel_ns() const noexcept { return kernel_ns_; }
 
  private:
   // The thread (all with the mutex held unless said otherwise).
@@ -131,6 +133,7 @@ class executor {
   std::vector<std::unique_ptr<tiered_op>> spare_ops_;  // finished ops, for reuse
   bool stopping_ = false;
   bool failed_ = false;
+  std::uint64_t kernel_ns_ = 0;
   std::string fail_message_;
 
   std::thread thread_;  // last: started once everything above exists

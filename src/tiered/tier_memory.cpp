@@ -56,4 +56,24 @@ void* tier_memory::host_allocate_reserved(std::size_t bytes) const {
   return allocator_for(host_).allocate(bytes, nullptr);
 }
 
+namespace {
+
+dao_place staging_place(dao_place device) noexcept {
+  return raw_kind(device.kind) == DAO_PLACE_CUDA ? dao_place_cuda_pinned() : dao_place_cpu();
+}
+
+}  // namespace
+
+void* tier_memory::staging_allocate(std::size_t bytes) const {
+  return allocator_for(staging_place(device_)).allocate(bytes, nullptr);
+}
+
+void tier_memory::staging_free(void* p) const noexcept {
+  if (p == nullptr) return;
+  try {
+    allocator_for(staging_place(device_)).deallocate(p);
+  } catch (...) {
+  }
+}
+
 }  // namespace dao::detail

@@ -52,6 +52,12 @@ class tier_memory {
   // A buffer whose bytes were reserved. Needs no mutex.
   void* host_allocate_reserved(std::size_t bytes) const;
 
+  // A staging buffer of a pageable host tier: pinned host memory for a CUDA
+  // device, host memory for a SIM one (its link model treats it as pinned).
+  // Not counted in the host tier. Needs no mutex.
+  void* staging_allocate(std::size_t bytes) const;
+  void staging_free(void* p) const noexcept;
+
  private:
   dao_place device_{};
   dao_place host_{};

@@ -50,6 +50,7 @@ class tiered_pool {
               std::size_t input_count, tiered_tensor* const* outputs, std::size_t output_count);
   void synchronize();
   void read_stats(dao_tiered_stats& out);
+  void read_link_stats(dao_tiered_link_stats& out);
   // Throws invalid_state when `function` would wait for ever: called from a
   // scoring callback of any pool, from a kernel of this pool (it would wait
   // for that kernel), or from a host function on one of this pool's streams

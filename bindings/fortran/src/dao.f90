@@ -164,6 +164,7 @@ module dao
     procedure :: submit => tiered_submit
     procedure :: synchronize => tiered_synchronize
     procedure :: get_stats => tiered_get_stats
+    procedure :: get_link_stats => tiered_get_link_stats
     procedure :: destroy => tiered_destroy
   end type dao_tiered
 
@@ -269,7 +270,7 @@ module dao
   private :: collection_create, collection_add_s64, collection_add_s32, collection_find, &
              collection_close, collection_destroy
   private :: tiered_create, tiered_set_score_callback, tiered_submit, tiered_synchronize, &
-             tiered_get_stats, tiered_destroy
+             tiered_get_stats, tiered_get_link_stats, tiered_destroy
   private :: tensor_create, tensor_write_bytes, tensor_read_bytes, tensor_state, tensor_release
   private :: comm_destroy, comm_rank, comm_size, comm_rank_place, comm_info, comm_barrier, &
              comm_supported
@@ -1665,6 +1666,16 @@ contains
     stats%struct_size = c_sizeof(stats)
     call finish(dao_tiered_get_stats(self%handle, stats), status)
   end subroutine tiered_get_stats
+
+  !> Read what the pool copied between its tiers and how long that took
+  !> (struct_size is set here).
+  subroutine tiered_get_link_stats(self, stats, status)
+    class(dao_tiered), intent(in) :: self
+    type(dao_tiered_link_stats), intent(out) :: stats
+    integer(c_int), intent(out), optional :: status
+    stats%struct_size = c_sizeof(stats)
+    call finish(dao_tiered_get_link_stats(self%handle, stats), status)
+  end subroutine tiered_get_link_stats
 
   !> Stop the executor after the queued kernels and free everything; every
   !> tensor handle of the pool becomes invalid.

@@ -280,6 +280,34 @@ struct TieredStats
     tensors_live::UInt64
 end
 
+"""
+    TieredLinkStats
+
+The link between the tiers of a tiered pool: what was copied each way, how long
+the copies took, and how much of that time the executor did not wait for
+(size-tagged; may grow at its end) (C `dao_tiered_link_stats`).
+"""
+struct TieredLinkStats
+    # C layout: dao_tiered_link_stats
+    struct_size::Csize_t
+    bytes_to_device::UInt64
+    bytes_to_host::UInt64
+    copies_to_device::UInt64
+    copies_to_host::UInt64
+    copy_ns_to_device::UInt64
+    copy_ns_to_host::UInt64
+    copy_ns::UInt64
+    stall_ns::UInt64
+    kernel_ns::UInt64
+    hidden_ns::UInt64
+    to_device_bytes_per_s::UInt64
+    to_host_bytes_per_s::UInt64
+    staged_bytes::UInt64
+    staging_bytes::UInt64
+    host_pageable::Cint
+    staged::Cint
+end
+
 # --- whole.h -----------------------------------------------------------------
 
 const DAO_COMM_LOCAL_MAX_RANKS = 1024
@@ -408,7 +436,7 @@ struct TraceStats
 end
 
 # =============================================================================
-# The 124 functions, in the order of the headers.
+# The 125 functions, in the order of the headers.
 # =============================================================================
 
 # --- version.h ---
@@ -770,6 +798,11 @@ dao_tiered_synchronize(pool) =
 dao_tiered_get_stats(pool, stats) =
     @gcsafe ccall((:dao_tiered_get_stats, libdao), Cint,
                   (Ptr{Cvoid}, Ptr{TieredStats}),
+                  pool, stats)
+# Read what a pool has copied between its tiers, and how long that took (dao_tiered_link_stats).
+dao_tiered_get_link_stats(pool, stats) =
+    @gcsafe ccall((:dao_tiered_get_link_stats, libdao), Cint,
+                  (Ptr{Cvoid}, Ptr{TieredLinkStats}),
                   pool, stats)
 # Stop the executor after the queued kernels (or at once if the pool failed), free every tensor and
 # the device budget.

@@ -325,6 +325,13 @@ function stats(p::TieredPool)
     return r[]
 end
 
+"""    link_stats(pool::TieredPool) -> TieredLinkStats  (`dao_tiered_get_link_stats`)"""
+function link_stats(p::TieredPool)
+    r = _sized(TieredLinkStats)
+    check(dao_tiered_get_link_stats(_handle(p), r))
+    return r[]
+end
+
 """
     destroy!(pool::TieredPool)
     close(pool::TieredPool)
