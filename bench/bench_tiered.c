@@ -80,6 +80,12 @@ int main(int argc, char **argv) {
   options o;
   parse_options(argc, argv, &o);
   const char *prog = argv[0];
+  if (o.stream || o.graph) {
+    int rc = 0;
+    if (o.stream) rc = bench_stream(&o);
+    if (o.graph && rc == 0) rc = bench_graph(&o);
+    return rc;
+  }
 
   /* The traces: every .jsonl in DIR/ops, or in DIR. */
   size_t dlen = strlen(o.traces) + 8;
