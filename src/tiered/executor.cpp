@@ -14,7 +14,6 @@
 #include "tiered/tier_memory.hpp"
 #include "tiered/transfers.hpp"
 #include "tiered/unlocked.hpp"
-#include "util/cpu_relax.hpp"
 #include "util/raw_enum.hpp"
 #include "util/format.hpp"
 
@@ -44,7 +43,6 @@ void executor::stop() noexcept {
   {
     std::lock_guard<std::mutex> lock(mu_);
     stopping_ = true;
-    stopping_requested_.store(true);
   }
   work_cv_.notify_all();
   if (thread_.joinable()) thread_.join();
@@ -61,12 +59,10 @@ std::unique_ptr<tiered_op> executor::take_op() {
   return o;
 }
 
-// Counts the op and wakes the thread if it sleeps. A spinning thread sees
-// pushed_ change and needs no system call.
+// Counts the op and wakes the thread if it sleeps.
 void executor::enqueue(tiered_op* o) {
   queue_.push_back(o);
   ++ops_submitted_;
-  pushed_.store(ops_submitted_, std::memory_order_release);
   if (executor_idle_) work_cv_.notify_one();
 }
 
@@ -126,19 +122,11 @@ void executor::run() noexcept {
   }
 }
 
-// The queue is empty (mu_ held by `lock`). A submitting thread usually sends
-// the next op within microseconds: spin for up to kSpinWait first, so that
-// neither side pays a futex wake and a context switch per op, then sleep.
+// The queue is empty (mu_ held by `lock`): sleep until an op is queued. No
+// spinning (issue 21): on a loaded machine a spinning executor took the
+// core the submitting thread needed; a submitter that runs ahead (the usual
+// case) finds the executor busy and wakes nobody.
 void executor::await_work(std::unique_lock<std::mutex>& lock) {
-  constexpr auto kSpinWait = std::chrono::microseconds(50);
-  const std::uint64_t seen = ops_submitted_;
-  lock.unlock();
-  const auto until = steady::now() + kSpinWait;
-  for (unsigned i = 1; pushed_.load(std::memory_order_acquire) == seen; ++i) {
-    cpu_relax();
-    if (i % 64 == 0 && (steady::now() >= until || stopping_requested_.load())) break;
-  }
-  lock.lock();
   while (queue_.empty() && !stopping_) {
     executor_idle_ = true;
     work_cv_.wait(lock);
@@ -155,7 +143,10 @@ void executor::finish(tiered_op* o) {
 }
 
 void executor::recycle_op(tiered_op* o) noexcept {
-  constexpr std::size_t kSpareOps = 256;
+  // Every op a queue has held is kept for reuse (up to 65536, about 16 MiB
+  // with their lists): a program that submits a step ahead and then waits
+  // allocates nothing per kernel from its second step on (issue 21).
+  constexpr std::size_t kSpareOps = 65536;
   o->what = tiered_op::kind::kernel;
   o->t = o->seq = 0;
   o->fn = nullptr;

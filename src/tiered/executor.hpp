@@ -125,8 +125,6 @@ class executor {
   std::deque<tiered_op*> queue_;
   std::uint64_t ops_submitted_ = 0;
   std::uint64_t ops_completed_ = 0;
-  std::atomic<std::uint64_t> pushed_{0};  // ops_submitted_, read by the spinning thread
-  std::atomic<bool> stopping_requested_{false};
   bool executor_idle_ = false;                         // the thread sleeps on work_cv_
   std::uint64_t wake_at_ = UINT64_MAX;                 // ops_completed_ that a waiter needs
   std::vector<void*> in_ptrs_, out_ptrs_;              // the thread's, for each kernel's pointers
