@@ -6,7 +6,7 @@
 static void usage(FILE *out, const char *prog) {
   fprintf(out,
           "usage: %s [--traces DIR] [--only LIST] [--quick]\n"
-          "       %s --stream [--scale N] [--weight-mib N]\n"
+          "       %s --stream [--device sim|cuda] [--scale N] [--weight-mib N]\n"
           "       %s --graph [--graph-tensors N] [--graph-kernels N]\n"
           "\n"
           "Replays tensor access traces (JSON lines: alloc / op / free) as kernels of a\n"
@@ -24,7 +24,9 @@ static void usage(FILE *out, const char *prog) {
           "  --stream      instead: cyclic weight streaming (16 weights, 3 passes, a budget\n"
           "                of 4) over the SIM model of the H200's link, pageable and pinned\n"
           "                host tiers, staged or not; prints the link statistics\n"
-          "  --scale N     the H200 link's rates divided by N (default 8)\n"
+          "  --device D    sim (default: the SIM link model) or cuda (cuda:0, its own link;\n"
+          "                the targets are then against the H200's measured rates)\n"
+          "  --scale N     the H200 link's rates divided by N (default 8; sim only)\n"
           "  --weight-mib N  MiB per streamed weight (default 16)\n"
           "  --graph       instead: the executor's cost per kernel with many live tensors\n"
           "  --graph-tensors N  live tensors (default 10000)\n"
@@ -64,13 +66,17 @@ void parse_options(int argc, char **argv, options *o) {
       continue;
     }
     static const char *const valued[] = {"--traces",     "--only",          "--scale",
-                                         "--weight-mib", "--graph-tensors", "--graph-kernels"};
+                                         "--weight-mib", "--graph-tensors", "--graph-kernels",
+                                         "--device"};
     const char *value = NULL;
     const char *flag =
         match_valued_flag(prog, argc, argv, &i, valued, sizeof valued / sizeof valued[0], &value);
     if (flag == NULL) bad_flag(prog, "unknown argument '%s'", arg);
     if (*value == '\0') bad_flag(prog, "%s needs a value", flag);
-    if (strcmp(flag, "--scale") == 0) {
+    if (strcmp(flag, "--device") == 0) {
+      if (strcmp(value, "cuda") == 0) o->cuda = 1;
+      else if (strcmp(value, "sim") != 0) bad_flag(prog, "--device must be sim or cuda");
+    } else if (strcmp(flag, "--scale") == 0) {
       o->scale = parse_count(prog, flag, value, 1, 1000);
     } else if (strcmp(flag, "--weight-mib") == 0) {
       o->weight_mib = parse_count(prog, flag, value, 1, 4096);

@@ -71,7 +71,7 @@ typedef struct stream_result {
 } stream_result;
 
 /* W weights of `bytes`, P passes, budget of 4 weights; returns 0 or 1. */
-static int stream_run(size_t weights, size_t bytes, size_t passes, const char *config,
+static int stream_run(int cuda, size_t weights, size_t bytes, size_t passes, const char *config,
                       uint64_t kernel_ns, stream_result *r) {
   dao_tiered *pool = NULL;
   dao_tensor **w = xmalloc(weights * sizeof *w);
@@ -79,7 +79,17 @@ static int stream_run(size_t weights, size_t bytes, size_t passes, const char *c
   kernel_time kt = {kernel_ns};
   size_t i, p;
   memset(r, 0, sizeof *r);
-  dao_status s = dao_tiered_create(dao_place_sim(0), dao_place_cpu(), 4 * bytes, config, &pool);
+  /* On the card, "sim_host=pinned" in a case's config means a pinned tier. */
+  const int pinned = strstr(config, "sim_host=pinned") != NULL;
+  const dao_place device = cuda ? dao_place_cuda(0) : dao_place_sim(0);
+  const dao_place host = cuda && pinned ? dao_place_cuda_pinned() : dao_place_cpu();
+  const char *conf = config;
+  if (cuda) { /* no SIM keys: keep what follows them (policy, staging) */
+    const char *p = strstr(config, "policy=");
+    const char *q = strstr(config, "staging_buffers=");
+    conf = p != NULL ? p : q != NULL ? q : "";
+  }
+  dao_status s = dao_tiered_create(device, host, 4 * bytes, conf, &pool);
   if (s != DAO_OK) {
     fprintf(stderr, "bench_tiered: dao_tiered_create(%s): %s\n", config, dao_last_error());
     free(w);
@@ -146,9 +156,10 @@ static void stream_row(const char *name, const stream_result *r) {
 int bench_stream(const options *o) {
   const double scale = (double)o->scale;
   const size_t bytes = (size_t)o->weight_mib * MIB, weights = 16, passes = 3;
-  const double pinned = H200_PINNED * 1e9 / scale;
-  const double to_dev = H200_PAGEABLE_TO_DEVICE * 1e9 / scale;
-  const double to_host = H200_PAGEABLE_TO_HOST * 1e9 / scale;
+  const int cuda = o->cuda;
+  const double pinned = H200_PINNED * 1e9 / (cuda ? 1 : scale);
+  const double to_dev = H200_PAGEABLE_TO_DEVICE * 1e9 / (cuda ? 1 : scale);
+  const double to_host = H200_PAGEABLE_TO_HOST * 1e9 / (cuda ? 1 : scale);
   char link[256], cfg[512], b1[32];
   snprintf(link, sizeof link,
            "link_bandwidth=%.0fB/s,pageable_to_device=%.0fB/s,pageable_to_host=%.0fB/s", pinned,
@@ -158,9 +169,15 @@ int bench_stream(const options *o) {
   printf(
       "cyclic weight streaming: %zu weights of %s, %zu passes, budget of 4 weights, prefetch 2\n",
       weights, format_bytes((double)bytes, b1, sizeof b1), passes);
-  printf("SIM link: the h200 profile's rates / %g: pinned %.2f GB/s, pageable %.2f GB/s to the "
-         "device, %.2f back\n\n",
-         scale, pinned / 1e9, to_dev / 1e9, to_host / 1e9);
+  if (cuda) {
+    printf("device: cuda:0 and its own link; targets against the H200's measured rates: pinned "
+           "%.2f GB/s, pageable %.2f GB/s to the device, %.2f back\n\n",
+           pinned / 1e9, to_dev / 1e9, to_host / 1e9);
+  } else {
+    printf("SIM link: the h200 profile's rates / %g: pinned %.2f GB/s, pageable %.2f GB/s to "
+           "the device, %.2f back\n\n",
+           scale, pinned / 1e9, to_dev / 1e9, to_host / 1e9);
+  }
   /* A weight's copy at the pageable rate; kernels that compute 1.05x that. */
   const uint64_t copy_pageable_ns = (uint64_t)((double)bytes / to_dev * 1e9);
   const uint64_t copy_pinned_ns = (uint64_t)((double)bytes / pinned * 1e9);
@@ -182,18 +199,21 @@ int bench_stream(const options *o) {
   int rc = 0;
   for (size_t c = 0; c < sizeof cases / sizeof cases[0]; ++c) {
     snprintf(cfg, sizeof cfg, "%s%s", link, cases[c].extra);
-    if (stream_run(weights, bytes, passes, cfg, cases[c].kernel_ns, &res[c]) != 0) rc = EXIT_ERROR;
+    if (stream_run(cuda, weights, bytes, passes, cfg, cases[c].kernel_ns, &res[c]) != 0) {
+      rc = EXIT_ERROR;
+    }
     stream_row(cases[c].name, &res[c]);
     fflush(stdout);
   }
-  /* Policies on the same pattern, transfer-bound, pinned (bytes only). */
-  stream_result pol[2];
-  const char *const policies[] = {"belady", "lru"};
-  for (size_t p = 0; p < 2; ++p) {
+  /* Policies on the same pattern, transfer-bound, pinned (bytes only),
+     with the default prefetch (2 of the 4 slots ahead) and without. */
+  stream_result pol[4];
+  const char *const policies[] = {"belady", "lru", "belady,prefetch=0", "lru,prefetch=0"};
+  for (size_t p = 0; p < 4; ++p) {
     char name[64];
     snprintf(cfg, sizeof cfg, "%s,sim_host=pinned,policy=%s", link, policies[p]);
-    if (stream_run(weights, bytes, passes, cfg, 0, &pol[p]) != 0) rc = EXIT_ERROR;
-    snprintf(name, sizeof name, "policy %s (pinned)", policies[p]);
+    if (stream_run(cuda, weights, bytes, passes, cfg, 0, &pol[p]) != 0) rc = EXIT_ERROR;
+    snprintf(name, sizeof name, "policy=%s (pinned)", policies[p]);
     stream_row(name, &pol[p]);
   }
   const double rate_pageable = (double)res[0].ls.to_device_bytes_per_s / to_dev;
@@ -212,9 +232,13 @@ int bench_stream(const options *o) {
          rate_pinned >= 0.95 ? "ok" : "MISS", 100 * rate_pinned);
   printf("pinned, compute >= copies: >= 95 %% of copy time hidden %s (%.1f %%)\n",
          hidden_pinned >= 0.95 ? "ok" : "MISS", 100 * hidden_pinned);
-  printf("cyclic pattern: belady moves fewer bytes than lru       %s (%.0f vs %.0f MiB)\n",
-         moved_b < moved_l ? "ok" : "MISS", (double)moved_b / (double)MIB,
-         (double)moved_l / (double)MIB);
+  const uint64_t moved_b0 = pol[2].ls.bytes_to_device + pol[2].ls.bytes_to_host;
+  const uint64_t moved_l0 = pol[3].ls.bytes_to_device + pol[3].ls.bytes_to_host;
+  printf("cyclic pattern: belady moves fewer bytes than lru       %s (%.0f vs %.0f MiB; "
+         "prefetch=0: %.0f vs %.0f MiB)\n",
+         moved_b < moved_l && moved_b0 < moved_l0 ? "ok" : "MISS", (double)moved_b / (double)MIB,
+         (double)moved_l / (double)MIB, (double)moved_b0 / (double)MIB,
+         (double)moved_l0 / (double)MIB);
   printf("\nwall_s: first submit to the end of dao_tiered_synchronize; comp_s: time in kernels "
          "(kernel_ns);\nw/c: wall / compute; H2D_GB, copy_s, GB/s: bytes, copy time and rate to "
          "the device;\nstall_s: the executor's waits for data; hid%%: hidden_ns / copy_ns; "
