@@ -212,13 +212,39 @@ void staging_lane::fail(const char* what) noexcept {
   progress_cv_.notify_all();
 }
 
+namespace {
+
+// A call that queues work on the stream, tried up to three times: the
+// executor learns of a lane's failure only when it waits, after it has
+// counted the copy as made (an evicted tensor's host copy as current), so a
+// lane gives up only on a failure that repeats. Queuing a copy twice is
+// harmless (the same bytes).
+template <class Queue>
+void queue_retrying(Queue queue) {
+  constexpr int kTries = 3;
+  for (int i = 1;; ++i) {
+    try {
+      queue();
+      return;
+    } catch (const std::exception&) {
+      if (i == kTries) throw;
+    }
+  }
+}
+
+}  // namespace
+
 void staging_lane::dma(std::size_t buffer, void* dst, const void* src, std::size_t bytes) {
-  enqueue_link_copy(*p_.stream, dst, src, bytes, p_.dma_bytes_per_s, nullptr, p_.dir);
-  p_.stream->record(*p_.events[buffer]);
+  queue_retrying([&] {
+    enqueue_link_copy(*p_.stream, dst, src, bytes, p_.dma_bytes_per_s, nullptr, p_.dir);
+    p_.stream->record(*p_.events[buffer]);
+  });
 }
 
 // After a job's last DMA: its device side is done when the stream gets here.
-void staging_lane::job_dma_queued() { p_.stream->launch_host_func(dma_finished, this); }
+void staging_lane::job_dma_queued() {
+  queue_retrying([&] { p_.stream->launch_host_func(dma_finished, this); });
+}
 
 void staging_lane::dma_finished(void* p) noexcept {
   auto* lane = static_cast<staging_lane*>(p);
