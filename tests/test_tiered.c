@@ -369,6 +369,83 @@ static void test_link(void **state) {
   assert_int_equal(ls.staging_bytes, 0);
 }
 
+/* --- dao_tiered_trim: the device budget given back, and taken again -------- */
+
+static dao_status k_init(void *user_data, void *const *inputs, size_t input_count,
+                         void *const *outputs, size_t output_count, dao_stream stream);
+
+static void test_trim(void **state) {
+  enum { N = 3 };
+  const size_t bytes = 256 * KIB, words = bytes / 4;
+  dao_tiered *pool = NULL, *tight = NULL;
+  dao_tensor *t[N];
+  uint32_t *buf = malloc(bytes);
+  void *other = NULL;
+  dao_allocator *rest = NULL; /* the rest of the program: no cache */
+  size_t w;
+  int i, r;
+  (void)state;
+  assert_non_null(buf);
+  assert_ok(dao_allocator_create(dao_place_sim(1), "system", NULL, &rest));
+  /* SIM device 1 has 16 MiB: the pool's 12 MiB leave no room for 8 more. */
+  assert_ok(dao_tiered_create(dao_place_sim(1), dao_place_cpu(), 12 * MIB, NULL, &pool));
+  for (i = 0; i < N; ++i) {
+    assert_ok(dao_tensor_create(pool, bytes, &t[i]));
+    for (w = 0; w < words; ++w) buf[w] = (uint32_t)(i * 1000 + w);
+    assert_ok(dao_tensor_write(t[i], buf, bytes));
+  }
+  for (r = 0; r < 2; ++r)
+    for (i = 0; i < N; ++i)
+      assert_ok(dao_kernel_submit(pool, k_inc_all, (void *)(uintptr_t)words, NULL, 0, &t[i], 1));
+  assert_status(dao_allocator_alloc(rest, 8 * MIB, NULL, &other), DAO_ERR_OUT_OF_MEMORY);
+  /* Waits for the kernels, moves the resident (dirty) tensors to the host,
+     gives the budget back to the place's allocator: the rest of the
+     program can use it. */
+  assert_ok(dao_tiered_trim(pool));
+  assert_int_equal(get_stats(pool).device_bytes, 0);
+  assert_int_equal(get_stats(pool).kernels_run, 2 * N);
+  for (i = 0; i < N; ++i) assert_int_equal(state_of(t[i]), DAO_TENSOR_ON_HOST);
+  assert_ok(dao_allocator_alloc(rest, 8 * MIB, NULL, &other));
+  assert_ok(dao_allocator_free(rest, other));
+  assert_ok(dao_tiered_trim(pool)); /* again: nothing to do */
+  /* The next kernels take the budget again and fetch what they use. */
+  for (i = 0; i < N; ++i)
+    assert_ok(dao_kernel_submit(pool, k_inc_all, (void *)(uintptr_t)words, NULL, 0, &t[i], 1));
+  assert_ok(dao_tiered_synchronize(pool));
+  assert_true(get_stats(pool).device_bytes > 0);
+  assert_status(dao_allocator_alloc(rest, 8 * MIB, NULL, &other), DAO_ERR_OUT_OF_MEMORY);
+  assert_ok(dao_allocator_destroy(rest));
+  for (i = 0; i < N; ++i) {
+    assert_ok(dao_tensor_read(t[i], buf, bytes));
+    for (w = 0; w < words; ++w) assert_int_equal(buf[w], (uint32_t)(i * 1000 + w + 3));
+  }
+  for (i = 0; i < N; ++i) assert_ok(dao_tensor_release(t[i]));
+  assert_ok(dao_tiered_destroy(pool));
+  /* A host tier too small for what lives on the device alone: refused,
+     nothing moved (the pool goes on). */
+  assert_ok(dao_tiered_create(dao_place_sim(1), dao_place_cpu(), 2 * bytes + 1024,
+                              "host_budget=256KiB", &tight));
+  {
+    dao_tensor *a = NULL, *b = NULL;
+    assert_ok(dao_tensor_create(tight, bytes, &a));
+    assert_ok(dao_tensor_create(tight, bytes, &b));
+    assert_ok(dao_kernel_submit(tight, k_init, (void *)(uintptr_t)7, NULL, 0, &a, 1));
+    assert_ok(dao_kernel_submit(tight, k_init, (void *)(uintptr_t)8, NULL, 0, &b, 1));
+    assert_failure_mentions(dao_tiered_trim(tight), DAO_ERR_OUT_OF_MEMORY, "nothing was moved");
+    assert_int_equal(get_stats(tight).device_bytes, 2 * bytes);
+    assert_int_equal(state_of(a), DAO_TENSOR_ON_DEVICE);
+    assert_ok(dao_tensor_read(a, buf, bytes));
+    assert_int_equal(buf[0], 7);
+    assert_ok(dao_tiered_synchronize(tight));
+    assert_ok(dao_tensor_release(a));
+    assert_ok(dao_tensor_release(b));
+  }
+  assert_ok(dao_tiered_destroy(tight));
+  /* bad input */
+  assert_failure_mentions(dao_tiered_trim(NULL), DAO_ERR_INVALID_ARGUMENT, "pool");
+  free(buf);
+}
+
 /* --- a gate: kernels that wait until the test opens it -------------------- */
 
 typedef struct gate {
@@ -1033,7 +1110,7 @@ static void test_host_tier_full(void **state) {
 typedef struct self_wait {
   dao_tiered *pool;
   dao_tensor *tensor;
-  dao_status sync, read, destroy, write;
+  dao_status sync, read, destroy, write, trim;
   char message[256];
 } self_wait;
 
@@ -1051,6 +1128,7 @@ static dao_status k_waits_for_own_pool(void *user_data, void *const *inputs, siz
   snprintf(w->message, sizeof w->message, "%s", dao_last_error());
   w->read = dao_tensor_read(w->tensor, word, sizeof word);
   w->destroy = dao_tiered_destroy(w->pool);
+  w->trim = dao_tiered_trim(w->pool);
   w->write = dao_tensor_write(w->tensor, word, sizeof word); /* queues: allowed */
   return DAO_OK;
 }
@@ -1071,6 +1149,7 @@ static void test_kernel_waiting_for_its_pool(void **state) {
   assert_non_null(strstr(w.message, "executor thread"));
   assert_int_equal(w.read, DAO_ERR_INVALID_STATE);
   assert_int_equal(w.destroy, DAO_ERR_INVALID_STATE);
+  assert_int_equal(w.trim, DAO_ERR_INVALID_STATE);
   assert_int_equal(w.write, DAO_OK);
   assert_ok(dao_tensor_read(w.tensor, got, sizeof got)); /* the kernel's write: zeros */
   assert_int_equal(got[0], 0);
@@ -1093,6 +1172,7 @@ int main(void) {
       cmocka_unit_test(test_host_tier_full),
       cmocka_unit_test(test_random_program),
       cmocka_unit_test(test_link),
+      cmocka_unit_test(test_trim),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

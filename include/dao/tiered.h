@@ -187,7 +187,8 @@ extern "C" {
  * @param[in]  device        The device place (CUDA or SIM).
  * @param[in]  host          The host tier (CPU or CUDA pinned).
  * @param[in]  device_budget Bytes of device memory the pool may use (> 0);
- *                           reserved at creation.
+ *                           taken from the device at creation
+ *                           (dao_tiered_trim() gives it back).
  * @param[in]  config        See the file comment; NULL or "" for defaults.
  * @param[out] out           Receives the pool, owned by the caller until
  *                           dao_tiered_destroy().
@@ -353,6 +354,38 @@ DAO_API dao_status dao_kernel_submit(dao_tiered *pool, dao_kernel_fn fn, void *u
  * Safe to call from any thread.
  */
 DAO_API dao_status dao_tiered_synchronize(dao_tiered *pool);
+
+/**
+ * @brief Give the pool's device memory back: wait until every kernel
+ *        submitted so far has run, move every resident tensor to the host
+ *        tier (copying those whose host copy is stale), and return the
+ *        device budget's memory to the device place's allocator, where the
+ *        rest of the program can use it. The pool takes the budget again
+ *        from that allocator when a kernel next needs it, and fetches its
+ *        tensors back as they are used.
+ *
+ * A pool holds its budget as one range of the device place's allocator
+ * from dao_tiered_create() on (docs/tiered.md says why); call this between
+ * phases of a program that needs the card for something else meanwhile.
+ * @param[in] pool The pool.
+ * @retval DAO_OK                   Trimmed: it holds no device memory now.
+ * @retval DAO_ERR_INVALID_ARGUMENT NULL or not a pool.
+ * @retval DAO_ERR_OUT_OF_MEMORY    The host tier has no room (`host_budget`)
+ *                                  for the tensors that live on the device
+ *                                  alone; nothing was moved. Or the host
+ *                                  refused a buffer part way: the tensors
+ *                                  moved so far are on the host, the rest
+ *                                  on the device, no data lost (message).
+ * @retval DAO_ERR_INVALID_STATE    The pool has failed (its data stays
+ *                                  readable), or the call comes from a kernel
+ *                                  of this pool (::dao_kernel_fn): nothing
+ *                                  was done.
+ * @par Thread safety
+ * Safe to call from any thread. If the device has no room for the budget
+ * when a later kernel needs it, the pool fails (dao_tiered_synchronize()
+ * says so; no data is lost).
+ */
+DAO_API dao_status dao_tiered_trim(dao_tiered *pool);
 
 /**
  * @brief Read the statistics of a pool.

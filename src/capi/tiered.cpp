@@ -123,6 +123,10 @@ extern "C" dao_status dao_tiered_synchronize(dao_tiered* pool) {
   return guarded([&] { checked_tiered(pool, "dao_tiered_synchronize").impl->synchronize(); });
 }
 
+extern "C" dao_status dao_tiered_trim(dao_tiered* pool) {
+  return guarded([&] { checked_tiered(pool, "dao_tiered_trim").impl->trim(); });
+}
+
 extern "C" dao_status dao_tiered_get_stats(dao_tiered* pool, dao_tiered_stats* stats) {
   return guarded([&] {
     dao_tiered& p = checked_tiered(pool, "dao_tiered_get_stats");

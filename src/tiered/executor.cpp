@@ -107,6 +107,10 @@ void executor::run() noexcept {
           o->status = DAO_ERR_INVALID_STATE;
           o->message = "dao_tensor_read: the tiered pool has failed: " + fail_message_;
         }
+        if (o->what == tiered_op::kind::trim) {
+          o->status = DAO_ERR_INVALID_STATE;
+          o->message = "dao_tiered_trim: the tiered pool has failed: " + fail_message_;
+        }
         if (o->what == tiered_op::kind::write && o->staging != nullptr) {
           memory_.host_free(o->staging, o->tensor->bytes);
           o->staging = nullptr;
@@ -179,6 +183,10 @@ void executor::discard(tiered_op& o) {
       if (o.staging != nullptr) memory_.host_free(o.staging, o.tensor->bytes);
       o.staging = nullptr;
       break;
+    case tiered_op::kind::trim:
+      o.status = DAO_ERR_INVALID_STATE;
+      o.message = "dao_tiered_trim: the tiered pool has failed: " + fail_message_;
+      break;
     default: break;
   }
 }
@@ -195,6 +203,7 @@ void executor::process(tiered_op& o, std::unique_lock<std::mutex>& lock) {
     case tiered_op::kind::write: run_write(o, lock); break;
     case tiered_op::kind::read: run_read(o, lock); break;
     case tiered_op::kind::release: run_release(*o.tensor); break;
+    case tiered_op::kind::trim: run_trim(o, lock); break;
   }
 }
 
@@ -228,8 +237,26 @@ void executor::prefetch_after() {
   }
 }
 
+void executor::run_trim(tiered_op& o, std::unique_lock<std::mutex>& lock) {
+  std::string failure;
+  try {
+    if (!placement_.trim(lock, failure)) {
+      o.status = DAO_ERR_OUT_OF_MEMORY;
+      o.message = failure;
+    }
+  } catch (const error& e) {
+    o.status = e.status();
+    o.message = strprintf("dao_tiered_trim: %s; the tensors moved so far are on the host tier, "
+                          "the others on the device",
+                          e.what());
+  }
+}
+
 void executor::run_kernel(tiered_op& o, std::unique_lock<std::mutex>& lock) {
   const std::uint64_t now = o.t;
+  // After dao_tiered_trim: the device range is taken again (throws
+  // out_of_memory, which fails the pool, if the device has no room now).
+  if (!memory_.device_held()) memory_.acquire_device();
   for (tiered_tensor* t : o.distinct) {
     if (t->prefetched) {
       t->prefetched = false;

@@ -36,7 +36,7 @@ class transfers;
 
 // One queued operation, as a submitter fills it in.
 struct tiered_op {
-  enum class kind { kernel, write, read, release };
+  enum class kind { kernel, write, read, release, trim };
   kind what = kind::kernel;
   std::uint64_t t = 0;
   std::uint64_t seq = 0;  // kernel submission number (1-based)
@@ -46,7 +46,7 @@ struct tiered_op {
   tiered_tensor* tensor = nullptr;  // write / read / release
   void* staging = nullptr;          // write: the host buffer holding src
   void* dst = nullptr;              // read
-  bool caller_owned = false;        // read: lives on the caller's stack
+  bool caller_owned = false;        // read, trim: lives on the caller's stack
   bool done = false;
   dao_status status = DAO_OK;
   std::string message;
@@ -100,6 +100,7 @@ class executor {
   void run_kernel(tiered_op& o, std::unique_lock<std::mutex>& lock);
   void run_write(tiered_op& o, std::unique_lock<std::mutex>& lock);
   void run_read(tiered_op& o, std::unique_lock<std::mutex>& lock);
+  void run_trim(tiered_op& o, std::unique_lock<std::mutex>& lock);
   void copy_out(tiered_op& o, std::unique_lock<std::mutex>& lock);
   void prefetch_after();
   void discard(tiered_op& o);

@@ -34,6 +34,12 @@ class tier_memory {
   void* device_ptr(std::size_t offset) const noexcept {
     return static_cast<char*>(device_base_) + offset;
   }
+  // dao_tiered_trim: gives the device range back to the place's allocator
+  // (nothing may be resident), and takes it again when a kernel needs it
+  // (throws out_of_memory if the device has no room now). Executor only.
+  bool device_held() const noexcept { return device_base_ != nullptr; }
+  void release_device() noexcept;
+  void acquire_device();
 
   // --- host tier: with the pool's mutex held unless said otherwise ---
   std::size_t host_budget() const noexcept { return host_budget_; }
@@ -63,6 +69,7 @@ class tier_memory {
   dao_place host_{};
   system_resource* device_resource_ = nullptr;
   void* device_base_ = nullptr;
+  std::size_t device_budget_ = 0;
   std::size_t host_budget_ = 0;
   dao_tiered_stats& stats_;
 };

@@ -178,7 +178,7 @@ void tiered_pool::write(tiered_tensor& t, const void* src, std::size_t bytes) {
   try {
     check_tensor(&t, "dao_tensor_write", "tensor");
     require_not_failed("dao_tensor_write");
-    o = std::make_unique<tiered_op>();
+    o = executor_.take_op();
     o->what = tiered_op::kind::write;
     o->tensor = &t;
     o->staging = staging;
@@ -265,7 +265,7 @@ void tiered_pool::release(tiered_tensor& t) {
   refuse_in_scoring("dao_tensor_release");
   std::lock_guard<std::mutex> lock(mu_);
   check_tensor(&t, "dao_tensor_release", "tensor");
-  auto o = std::make_unique<tiered_op>();
+  std::unique_ptr<tiered_op> o = executor_.take_op();  // reused: see executor::recycle_op
   o->what = tiered_op::kind::release;
   o->tensor = &t;
   if (!executor_.failed()) {
@@ -340,6 +340,19 @@ void tiered_pool::synchronize() {
   if (executor_.failed()) {
     throw invalid_state(strprintf("dao_tiered_synchronize: %s", executor_.fail_message().c_str()));
   }
+}
+
+void tiered_pool::trim() {
+  refuse_on_executor("dao_tiered_trim");
+  std::unique_lock<std::mutex> lock(mu_);
+  require_not_failed("dao_tiered_trim");
+  tiered_op o;
+  o.what = tiered_op::kind::trim;
+  o.caller_owned = true;
+  executor_.enqueue(&o);  // may throw: nothing queued then
+  o.t = clock_;           // uses no tensor: it does not advance the clock
+  executor_.wait_done(lock, o);
+  if (o.status != DAO_OK) throw error(o.status, o.message);
 }
 
 std::size_t tiered_pool::record_count() const {

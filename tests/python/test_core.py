@@ -576,6 +576,9 @@ class Tiered(unittest.TestCase):
             self.assertEqual(link["bytes_to_host"], st["bytes_evicted"])
             self.assertEqual((link["host_pageable"], link["staged"]), (1, 1))
             self.assertGreater(link["staging_bytes"], 0)
+            pool.trim()
+            self.assertEqual(pool.stats()["device_bytes"], 0)
+            self.assertEqual(ts[3].read()[:4], bytes([3]) * 4)
             for t in ts:
                 t.release()
             with self.assertRaises(ValueError):

@@ -2557,6 +2557,12 @@ ROW(tiered_get_stats_struct_size, "dao_tiered_get_stats", "wrong struct_size (0,
   if (s.kernels_submitted != 0x5A5A5A5A5A5A5A5Aull) note("stats was written on failure");
 })
 
+ROW(tiered_trim_null, "dao_tiered_trim", "NULL pool", DAO_ERR_INVALID_ARGUMENT, "pool",
+    { BAD(dao_tiered_trim(NULL)); })
+
+ROW(tiered_trim_fake, "dao_tiered_trim", "garbage pool handle", DAO_ERR_INVALID_ARGUMENT, NULL,
+    { BAD(dao_tiered_trim(fake(f))); })
+
 ROW(tiered_get_link_stats_null, "dao_tiered_get_link_stats", "NULL pool",
     DAO_ERR_INVALID_ARGUMENT, "pool", {
   dao_tiered_link_stats s;

@@ -165,6 +165,7 @@ module dao
     procedure :: synchronize => tiered_synchronize
     procedure :: get_stats => tiered_get_stats
     procedure :: get_link_stats => tiered_get_link_stats
+    procedure :: trim => tiered_trim
     procedure :: destroy => tiered_destroy
   end type dao_tiered
 
@@ -270,7 +271,7 @@ module dao
   private :: collection_create, collection_add_s64, collection_add_s32, collection_find, &
              collection_close, collection_destroy
   private :: tiered_create, tiered_set_score_callback, tiered_submit, tiered_synchronize, &
-             tiered_get_stats, tiered_get_link_stats, tiered_destroy
+             tiered_get_stats, tiered_get_link_stats, tiered_trim, tiered_destroy
   private :: tensor_create, tensor_write_bytes, tensor_read_bytes, tensor_state, tensor_release
   private :: comm_destroy, comm_rank, comm_size, comm_rank_place, comm_info, comm_barrier, &
              comm_supported
@@ -1657,6 +1658,14 @@ contains
     integer(c_int), intent(out), optional :: status
     call finish(dao_tiered_synchronize(self%handle), status)
   end subroutine tiered_synchronize
+
+  !> Wait for the kernels so far, move every resident tensor to the host
+  !> tier and give the device budget back (a later kernel takes it again).
+  subroutine tiered_trim(self, status)
+    class(dao_tiered), intent(in) :: self
+    integer(c_int), intent(out), optional :: status
+    call finish(dao_tiered_trim(self%handle), status)
+  end subroutine tiered_trim
 
   !> Read the statistics (struct_size is set here).
   subroutine tiered_get_stats(self, stats, status)

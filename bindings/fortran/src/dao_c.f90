@@ -386,7 +386,7 @@ module dao_c
     end subroutine dao_oom_callback
   end interface
 
-  ! --- the 125 functions, by header ---
+  ! --- the 126 functions, by header ---
   ! version.h (2)
   public :: dao_version_number, dao_version_string
   ! status.h (2)
@@ -423,11 +423,11 @@ module dao_c
             dao_buffer_release, dao_buffer_data, dao_buffer_shape, dao_buffer_size, &
             dao_buffer_place, dao_buffer_sequence, dao_collection_create, dao_collection_add, &
             dao_collection_find, dao_collection_close, dao_collection_destroy
-  ! tiered.h (12)
+  ! tiered.h (13)
   public :: dao_tiered_create, dao_tiered_set_score_callback, dao_tensor_create, dao_tensor_write, &
             dao_tensor_read, dao_tensor_get_state, dao_tensor_release, dao_kernel_submit, &
-            dao_tiered_synchronize, dao_tiered_get_stats, dao_tiered_get_link_stats, &
-            dao_tiered_destroy
+            dao_tiered_synchronize, dao_tiered_trim, dao_tiered_get_stats, &
+            dao_tiered_get_link_stats, dao_tiered_destroy
   ! whole.h (24)
   public :: dao_comm_create_local, dao_comm_destroy, dao_comm_rank, dao_comm_size, &
             dao_comm_rank_place, dao_comm_get_info, dao_comm_barrier, dao_whole_type_name, &
@@ -1239,6 +1239,16 @@ module dao_c
       type(c_ptr), value :: pool
       integer(c_int) :: r
     end function dao_tiered_synchronize
+
+    !> Give the pool's device memory back: wait until every kernel submitted so far has run, move
+    !> every resident tensor to the host tier (copying those whose host copy is stale), and return
+    !> the device budget's memory to the device place's allocator, where the rest of the program can
+    !> use it.
+    function dao_tiered_trim(pool) bind(C, name="dao_tiered_trim") result(r)
+      import :: c_int, c_ptr
+      type(c_ptr), value :: pool
+      integer(c_int) :: r
+    end function dao_tiered_trim
 
     !> Read the statistics of a pool.
     function dao_tiered_get_stats(pool, stats) bind(C, name="dao_tiered_get_stats") result(r)

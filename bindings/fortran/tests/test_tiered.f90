@@ -165,6 +165,10 @@ contains
     call check(link%bytes_to_device == stats%bytes_fetched .and. &
                link%bytes_to_host == stats%bytes_evicted .and. link%host_pageable == 1, &
                config // ': link stats agree with the stats')
+    call pool%trim(st)
+    call check_ok(st, config // ': trim')
+    call pool%get_stats(stats, st)
+    call check(stats%device_bytes == 0, config // ': trimmed: nothing on the device')
     if (with_score) then
       call check(log%calls > 0, config // ': the Fortran score function was called')
       call check(log%bad_infos == 0, config // ': it was given sound information')

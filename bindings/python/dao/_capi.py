@@ -512,7 +512,7 @@ STRUCTS = (
     dao_trace_stats,
 )
 
-# The 125 functions, in the order of the headers: name ->
+# The 126 functions, in the order of the headers: name ->
 # (restype, argtypes).
 FUNCTIONS = {
     # version.h
@@ -760,6 +760,11 @@ FUNCTIONS = {
         c_size_t,)),
     # dao_tiered_synchronize(pool): Wait until every submitted kernel has run.
     "dao_tiered_synchronize": (dao_status, (c_void_p,)),
+    # dao_tiered_trim(pool): Give the pool's device memory back: wait until every kernel submitted
+    # so far has run, move every resident tensor to the host tier (copying those whose host copy is
+    # stale), and return the device budget's memory to the device place's allocator, where the rest
+    # of the program can use it.
+    "dao_tiered_trim": (dao_status, (c_void_p,)),
     # dao_tiered_get_stats(pool, stats): Read the statistics of a pool.
     "dao_tiered_get_stats": (dao_status, (c_void_p, POINTER(dao_tiered_stats))),
     # dao_tiered_get_link_stats(pool, stats): Read what a pool has copied between its tiers, and how

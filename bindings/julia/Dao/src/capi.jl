@@ -436,7 +436,7 @@ struct TraceStats
 end
 
 # =============================================================================
-# The 125 functions, in the order of the headers.
+# The 126 functions, in the order of the headers.
 # =============================================================================
 
 # --- version.h ---
@@ -794,6 +794,10 @@ dao_kernel_submit(pool, fn, user_data, inputs, input_count, outputs, output_coun
 # Wait until every submitted kernel has run.
 dao_tiered_synchronize(pool) =
     @gcsafe ccall((:dao_tiered_synchronize, libdao), Cint, (Ptr{Cvoid},), pool)
+# Give the pool's device memory back: wait until every kernel submitted so far has run, move every
+# resident tensor to the host tier (copying those whose host copy is stale), and return the device
+# budget's memory to the device place's allocator, where the rest of the program can use it.
+dao_tiered_trim(pool) = @gcsafe ccall((:dao_tiered_trim, libdao), Cint, (Ptr{Cvoid},), pool)
 # Read the statistics of a pool.
 dao_tiered_get_stats(pool, stats) =
     @gcsafe ccall((:dao_tiered_get_stats, libdao), Cint,

@@ -1199,6 +1199,11 @@ extern "C" {
     ) -> dao_status;
     /// Wait until every submitted kernel has run.
     pub fn dao_tiered_synchronize(pool: *mut dao_tiered) -> dao_status;
+    /// Give the pool's device memory back: wait until every kernel submitted so far has run, move
+    /// every resident tensor to the host tier (copying those whose host copy is stale), and return
+    /// the device budget's memory to the device place's allocator, where the rest of the program
+    /// can use it.
+    pub fn dao_tiered_trim(pool: *mut dao_tiered) -> dao_status;
     /// Read the statistics of a pool.
     pub fn dao_tiered_get_stats(pool: *mut dao_tiered, stats: *mut dao_tiered_stats) -> dao_status;
     /// Read what a pool has copied between its tiers, and how long that took

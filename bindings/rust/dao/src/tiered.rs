@@ -362,6 +362,15 @@ impl TieredPool {
         })
     }
 
+    /// Waits for the kernels submitted so far, moves every resident tensor
+    /// to the host tier and gives the device budget back to the device
+    /// place's allocator; a later kernel takes it again
+    /// (`dao_tiered_trim`).
+    pub fn trim(&self) -> Result<()> {
+        // SAFETY: live pool.
+        check(unsafe { ffi::dao_tiered_trim(self.as_raw()) })
+    }
+
     /// The pool's statistics (`dao_tiered_get_stats`).
     pub fn stats(&self) -> Result<TieredStats> {
         let mut r = ffi::dao_tiered_stats {
