@@ -77,6 +77,7 @@ typedef struct options {
   int stream;             /* --stream: cyclic weight streaming (issue 21) */
   int graph;              /* --graph: cost per kernel on a big graph */
   int cuda;               /* --device cuda: stream on cuda:0 (its own link) */
+  const char *extra;      /* --config: appended to every --stream case's config */
   uint64_t scale;         /* --scale: the h200 link's rates divided by this */
   uint64_t weight_mib;    /* --weight-mib: bytes of each streamed weight */
   uint64_t graph_tensors; /* --graph-tensors */

@@ -27,6 +27,7 @@ static void usage(FILE *out, const char *prog) {
           "  --device D    sim (default: the SIM link model) or cuda (cuda:0, its own link;\n"
           "                the targets are then against the H200's measured rates)\n"
           "  --scale N     the H200 link's rates divided by N (default 8; sim only)\n"
+          "  --config KV   appended to every --stream case's config (staging_chunk=1MiB)\n"
           "  --weight-mib N  MiB per streamed weight (default 16)\n"
           "  --graph       instead: the executor's cost per kernel with many live tensors\n"
           "  --graph-tensors N  live tensors (default 10000)\n"
@@ -44,6 +45,7 @@ void parse_options(int argc, char **argv, options *o) {
   memset(o, 0, sizeof *o);
   o->traces = DAO_TRACES_DIR;
   o->scale = 8;
+  o->extra = "";
   o->weight_mib = 16;
   o->graph_tensors = 10000;
   o->graph_kernels = 100000;
@@ -67,13 +69,15 @@ void parse_options(int argc, char **argv, options *o) {
     }
     static const char *const valued[] = {"--traces",     "--only",          "--scale",
                                          "--weight-mib", "--graph-tensors", "--graph-kernels",
-                                         "--device"};
+                                         "--device",     "--config"};
     const char *value = NULL;
     const char *flag =
         match_valued_flag(prog, argc, argv, &i, valued, sizeof valued / sizeof valued[0], &value);
     if (flag == NULL) bad_flag(prog, "unknown argument '%s'", arg);
     if (*value == '\0') bad_flag(prog, "%s needs a value", flag);
-    if (strcmp(flag, "--device") == 0) {
+    if (strcmp(flag, "--config") == 0) {
+      o->extra = value;
+    } else if (strcmp(flag, "--device") == 0) {
       if (strcmp(value, "cuda") == 0) o->cuda = 1;
       else if (strcmp(value, "sim") != 0) bad_flag(prog, "--device must be sim or cuda");
     } else if (strcmp(flag, "--scale") == 0) {

@@ -83,11 +83,24 @@ static int stream_run(int cuda, size_t weights, size_t bytes, size_t passes, con
   const int pinned = strstr(config, "sim_host=pinned") != NULL;
   const dao_place device = cuda ? dao_place_cuda(0) : dao_place_sim(0);
   const dao_place host = cuda && pinned ? dao_place_cuda_pinned() : dao_place_cpu();
-  const char *conf = config;
-  if (cuda) { /* no SIM keys: keep what follows them (policy, staging) */
-    const char *p = strstr(config, "policy=");
-    const char *q = strstr(config, "staging_buffers=");
-    conf = p != NULL ? p : q != NULL ? q : "";
+  char conf[512] = "";
+  if (cuda) { /* without the SIM keys (a card has its own link) */
+    const char *p = config;
+    while (*p != '\0') {
+      size_t n = strcspn(p, ",");
+      static const char *const sim_keys[] = {"link_bandwidth=", "pageable_to_", "sim_host="};
+      int sim_key = 0;
+      for (size_t k = 0; k < 3; ++k)
+        if (strncmp(p, sim_keys[k], strlen(sim_keys[k])) == 0) sim_key = 1;
+      if (!sim_key && strlen(conf) + n + 2 < sizeof conf) {
+        if (conf[0] != '\0') strcat(conf, ",");
+        strncat(conf, p, n);
+      }
+      p += n;
+      if (*p == ',') ++p;
+    }
+  } else {
+    snprintf(conf, sizeof conf, "%s", config);
   }
   dao_status s = dao_tiered_create(device, host, 4 * bytes, conf, &pool);
   if (s != DAO_OK) {
@@ -198,7 +211,7 @@ int bench_stream(const options *o) {
   stream_result res[6];
   int rc = 0;
   for (size_t c = 0; c < sizeof cases / sizeof cases[0]; ++c) {
-    snprintf(cfg, sizeof cfg, "%s%s", link, cases[c].extra);
+    snprintf(cfg, sizeof cfg, "%s%s%s%s", link, cases[c].extra, o->extra[0] ? "," : "", o->extra);
     if (stream_run(cuda, weights, bytes, passes, cfg, cases[c].kernel_ns, &res[c]) != 0) {
       rc = EXIT_ERROR;
     }
@@ -211,7 +224,8 @@ int bench_stream(const options *o) {
   const char *const policies[] = {"belady", "lru", "belady,prefetch=0", "lru,prefetch=0"};
   for (size_t p = 0; p < 4; ++p) {
     char name[64];
-    snprintf(cfg, sizeof cfg, "%s,sim_host=pinned,policy=%s", link, policies[p]);
+    snprintf(cfg, sizeof cfg, "%s,sim_host=pinned,policy=%s%s%s", link, policies[p],
+             o->extra[0] ? "," : "", o->extra);
     if (stream_run(cuda, weights, bytes, passes, cfg, 0, &pol[p]) != 0) rc = EXIT_ERROR;
     snprintf(name, sizeof name, "policy=%s (pinned)", policies[p]);
     stream_row(name, &pol[p]);

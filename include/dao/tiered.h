@@ -30,7 +30,7 @@
  * - `prefetch` (default 2): kernels ahead whose inputs are fetched early;
  *   0 turns prefetching off.
  * - `host_budget` (default 0 = no limit): most bytes in the host tier.
- * - `staging_buffers` (default 4) and `staging_chunk` (default 4MiB): with a
+ * - `staging_buffers` (default 4) and `staging_chunk` (default 1MiB): with a
  *   pageable (CPU) host tier, copies go through this many pinned buffers per
  *   direction, allocated with the pool, filled and drained by a worker thread
  *   per direction while the DMAs run; `staging_buffers=0` copies straight

@@ -288,7 +288,7 @@ void executor::run_kernel(tiered_op& o, std::unique_lock<std::mutex>& lock) {
     }
     return;
   }
-  const transfers::fence fence = copies_.fence_kernel();
+  const transfers::fence fence = copies_.fence_kernel(o.distinct);
   // Reused from kernel to kernel (only the executor touches them): no heap
   // allocation per kernel once they have grown.
   std::vector<void*>& in_ptrs = in_ptrs_;

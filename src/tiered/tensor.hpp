@@ -52,6 +52,8 @@ struct tiered_tensor {
   // and 0 when it had none (or it was not staged).
   int staged_dir = -1;
   std::uint64_t staged_job = 0;
+  // Not staged: whether `transit` was last recorded after a fetch.
+  bool transit_to_device = false;
 
   // The pool's list of free records (tensor_records.hpp), once reclaimed.
   tiered_tensor* next_free = nullptr;

@@ -33,7 +33,7 @@ struct tiered_options {
   // buffers per direction (0: copies go straight from pageable memory) and
   // the bytes of each.
   std::size_t staging_buffers = 4;
-  std::size_t staging_chunk = std::size_t(4) << 20;
+  std::size_t staging_chunk = std::size_t(1) << 20;
 
   // Parses `config_text` (NULL: the defaults) for a pool whose device is a
   // SIM device or not (link_bandwidth, pageable_* and sim_host apply to SIM

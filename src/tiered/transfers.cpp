@@ -43,7 +43,6 @@ transfers::transfers(system_resource& device, dao_place place, const link_model&
     compute_ = make_stream(device_, place);
     h2d_ = make_stream(device_, place);
     d2h_ = make_stream(device_, place);
-    h2d_ready_ = device_.create_event();
     d2h_ready_ = device_.create_event();
     d2h_order_ = device_.create_event();
     if (link_.staged()) {
@@ -139,6 +138,7 @@ void transfers::copy_to_host(tiered_tensor& t, const void* device_src) {
   if (t.transit == nullptr) t.transit = device_.create_event();
   d2h().record(*t.transit);
   t.staged_dir = -1;
+  t.transit_to_device = false;
   d2h_unwaited_ = true;
   d2h_unordered_ = true;
 }
@@ -163,7 +163,7 @@ void transfers::copy_to_device(tiered_tensor& t, void* device_dst) {
   if (t.transit == nullptr) t.transit = device_.create_event();
   h2d().record(*t.transit);
   t.staged_dir = -1;
-  h2d_unwaited_ = true;
+  t.transit_to_device = true;
 }
 
 void transfers::slide(void* base, std::size_t from, std::size_t to, std::size_t bytes) {
@@ -199,19 +199,22 @@ void transfers::settle_copies() {
   add_waited(t0);
 }
 
-transfers::fence transfers::fence_kernel() {
+transfers::fence transfers::fence_kernel(const std::vector<tiered_tensor*>& tensors) {
   fence f;
   if (link_.staged()) {
-    f.h2d_job = to_device_->submitted();
+    // Jobs finish in order: the last fetch of the kernel's tensors.
+    for (const tiered_tensor* t : tensors) {
+      if (t->staged_dir == kToDevice && t->staged_job > f.h2d_job) f.h2d_job = t->staged_job;
+    }
     f.d2h_job = to_host_->submitted();
     return f;
   }
-  f.h2d = h2d_unwaited_;
-  f.d2h = d2h_unwaited_;
-  if (f.h2d) {
-    h2d().record(*h2d_ready_);
-    h2d_unwaited_ = false;
+  fence_events_.clear();  // keeps its capacity: no allocation per kernel
+  for (const tiered_tensor* t : tensors) {
+    if (t->transit_to_device && t->transit != nullptr) fence_events_.push_back(t->transit.get());
   }
+  f.h2d = !fence_events_.empty();
+  f.d2h = d2h_unwaited_;
   if (f.d2h) {
     d2h().record(*d2h_ready_);
     d2h_unwaited_ = false;
@@ -228,7 +231,10 @@ void transfers::wait_fence(const fence& f) {
     if (f.h2d_job != 0) to_device_->wait_done(f.h2d_job);
     if (f.d2h_job != 0) to_host_->wait_dma(f.d2h_job);
   } else {
-    if (f.h2d) h2d_ready_->synchronize();
+    // The executor alone records these events: none moves while it waits.
+    if (f.h2d) {
+      for (event_impl* e : fence_events_) e->synchronize();
+    }
     if (f.d2h) d2h_ready_->synchronize();
   }
   add_waited(t0);

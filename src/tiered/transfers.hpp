@@ -94,14 +94,18 @@ class transfers {
   void settle_copies();
 
   // The copies a kernel must wait for: recorded by fence_kernel (with the
-  // mutex held, before prefetches are queued), waited for by wait_fence.
+  // mutex held, before prefetches are queued), waited for by wait_fence:
+  // the fetches of the kernel's own tensors (not the prefetches queued
+  // before it for later kernels, issue 21: waiting for those left one
+  // kernel of prefetch where the config asked for more), and every eviction
+  // so far (it may read memory the kernel writes).
   struct fence {
     bool h2d = false;
     bool d2h = false;
     std::uint64_t h2d_job = 0;  // staged: the lanes' jobs to wait for
     std::uint64_t d2h_job = 0;
   };
-  fence fence_kernel();
+  fence fence_kernel(const std::vector<tiered_tensor*>& tensors);
   void wait_fence(const fence& f);
 
   // The compute stream's handle, as a kernel receives it, and a wait for it.
@@ -140,11 +144,11 @@ class transfers {
   std::vector<void*> staging_;  // every buffer, both directions
   std::vector<std::unique_ptr<event_impl>> staging_events_;
   std::unique_ptr<staging_lane> to_device_, to_host_;
+  std::vector<event_impl*> fence_events_;  // not staged: the kernel's fetches
   stream_object* compute_ = nullptr;
   stream_object* h2d_ = nullptr;
   stream_object* d2h_ = nullptr;
-  std::unique_ptr<event_impl> h2d_ready_, d2h_ready_, d2h_order_;
-  bool h2d_unwaited_ = false;   // H2D copies since h2d_ready_ was recorded
+  std::unique_ptr<event_impl> d2h_ready_, d2h_order_;
   bool d2h_unwaited_ = false;   // D2H copies since d2h_ready_ was recorded
   bool d2h_unordered_ = false;  // D2H copies the H2D stream has not waited for
 };
