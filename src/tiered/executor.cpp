@@ -62,6 +62,7 @@ std::unique_ptr<tiered_op> executor::take_op() {
 // Counts the op and wakes the thread if it sleeps.
 void executor::enqueue(tiered_op* o) {
   queue_.push_back(o);
+  if (queue_.size() > peak_queue_) peak_queue_ = queue_.size();
   ++ops_submitted_;
   if (executor_idle_) work_cv_.notify_one();
 }
@@ -147,9 +148,11 @@ void executor::finish(tiered_op* o) {
 }
 
 void executor::recycle_op(tiered_op* o) noexcept {
-  // Every op a queue has held is kept for reuse (up to 65536, about 16 MiB
-  // with their lists): a program that submits a step ahead and then waits
-  // allocates nothing per kernel from its second step on (issue 21).
+  // As many ops are kept for reuse as the queue has held at once (at least
+  // 256, at most 65536, about 16 MiB with their lists): a program that
+  // submits a step ahead and then waits allocates nothing per kernel from
+  // its second step on (issue 21), and ops made by releases (which always
+  // make their own) do not pile up.
   constexpr std::size_t kSpareOps = 65536;
   o->what = tiered_op::kind::kernel;
   o->t = o->seq = 0;
@@ -163,7 +166,8 @@ void executor::recycle_op(tiered_op* o) noexcept {
   o->dst = nullptr;
   o->status = DAO_OK;
   o->message.clear();
-  if (spare_ops_.size() < kSpareOps) {
+  const std::size_t keep = std::min(kSpareOps, std::max<std::size_t>(256, peak_queue_));
+  if (spare_ops_.size() < keep) {
     try {
       spare_ops_.emplace_back(o);
       return;

@@ -124,6 +124,7 @@ class executor {
   std::condition_variable work_cv_;  // the thread waits for work
   std::condition_variable done_cv_;  // wait_done / wait_drained wait for progress
   std::deque<tiered_op*> queue_;
+  std::size_t peak_queue_ = 0;  // the most ops queued at once
   std::uint64_t ops_submitted_ = 0;
   std::uint64_t ops_completed_ = 0;
   bool executor_idle_ = false;                         // the thread sleeps on work_cv_

@@ -9,11 +9,11 @@
 namespace dao::detail {
 
 // Bounds of the staging options: at most 64 buffers per direction, chunks of
-// 64 KiB to 256 MiB, at most 1 GiB of buffers per direction.
+// 64 KiB to 256 MiB, at most 256 MiB of buffers per direction.
 inline constexpr std::size_t kMaxStagingBuffers = 64;
 inline constexpr std::size_t kMinStagingChunk = std::size_t(64) << 10;
 inline constexpr std::size_t kMaxStagingChunk = std::size_t(256) << 20;
-inline constexpr std::size_t kMaxStagingBytes = std::size_t(1) << 30;
+inline constexpr std::size_t kMaxStagingBytes = std::size_t(256) << 20;
 
 struct tiered_options {
   evict_policy policy = evict_policy::belady;

@@ -265,7 +265,9 @@ void tiered_pool::release(tiered_tensor& t) {
   refuse_in_scoring("dao_tensor_release");
   std::lock_guard<std::mutex> lock(mu_);
   check_tensor(&t, "dao_tensor_release", "tensor");
-  std::unique_ptr<tiered_op> o = executor_.take_op();  // reused: see executor::recycle_op
+  // A new op (the release's own record, issue 20: its allocation may fail,
+  // and then nothing changed); the executor keeps it for reuse by kernels.
+  auto o = std::make_unique<tiered_op>();
   o->what = tiered_op::kind::release;
   o->tensor = &t;
   if (!executor_.failed()) {
