@@ -54,6 +54,7 @@ bool placement::host_room_for(std::size_t bytes, bool may_fail, const tiered_ten
 }
 
 void placement::evict(tiered_tensor& t) {
+  copies_.note_vacated(t);
   if (needs_copy(t)) {
     if (t.host == nullptr) t.host = memory_.host_allocate(t.bytes);
     copies_.copy_to_host(t, device_ptr(t));

@@ -45,6 +45,7 @@ transfers::transfers(system_resource& device, dao_place place, const link_model&
     d2h_ = make_stream(device_, place);
     d2h_ready_ = device_.create_event();
     d2h_order_ = device_.create_event();
+    h2d_barrier_ = device_.create_event();
     if (link_.staged()) {
       const std::size_t n = link_.staging_buffers;
       staging_.reserve(2 * n);
@@ -199,10 +200,24 @@ void transfers::settle_copies() {
   add_waited(t0);
 }
 
+void transfers::note_vacated(const tiered_tensor& t) {
+  if (t.staged_dir == kToDevice) {
+    if (!to_device_->is_done(t.staged_job)) {
+      barrier_h2d_job_ = std::max(barrier_h2d_job_, t.staged_job);
+    }
+  } else if (t.transit_to_device && t.transit != nullptr && !t.transit->query()) {
+    h2d().record(*h2d_barrier_);  // after every fetch so far, that one included
+    barrier_pending_ = true;
+  }
+}
+
 transfers::fence transfers::fence_kernel(const std::vector<tiered_tensor*>& tensors) {
   fence f;
   if (link_.staged()) {
-    // Jobs finish in order: the last fetch of the kernel's tensors.
+    // Jobs finish in order: the last fetch of the kernel's tensors, and of
+    // tensors evicted while their fetch ran (the kernel may write there).
+    f.h2d_job = barrier_h2d_job_;
+    barrier_h2d_job_ = 0;
     for (const tiered_tensor* t : tensors) {
       if (t->staged_dir == kToDevice && t->staged_job > f.h2d_job) f.h2d_job = t->staged_job;
     }
@@ -214,6 +229,8 @@ transfers::fence transfers::fence_kernel(const std::vector<tiered_tensor*>& tens
     if (t->transit_to_device && t->transit != nullptr) fence_events_.push_back(t->transit.get());
   }
   f.h2d = !fence_events_.empty();
+  f.h2d_barrier = barrier_pending_;
+  barrier_pending_ = false;
   f.d2h = d2h_unwaited_;
   if (f.d2h) {
     d2h().record(*d2h_ready_);
@@ -235,6 +252,7 @@ void transfers::wait_fence(const fence& f) {
     if (f.h2d) {
       for (event_impl* e : fence_events_) e->synchronize();
     }
+    if (f.h2d_barrier) h2d_barrier_->synchronize();
     if (f.d2h) d2h_ready_->synchronize();
   }
   add_waited(t0);

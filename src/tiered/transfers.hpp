@@ -104,8 +104,13 @@ class transfers {
     bool d2h = false;
     std::uint64_t h2d_job = 0;  // staged: the lanes' jobs to wait for
     std::uint64_t d2h_job = 0;
+    bool h2d_barrier = false;  // not staged: wait for h2d_barrier_
   };
   fence fence_kernel(const std::vector<tiered_tensor*>& tensors);
+  // `t` leaves the device (evicted) while its last fetch may still be
+  // writing where it was: the next kernel's fence waits for that fetch too,
+  // as that kernel may write there.
+  void note_vacated(const tiered_tensor& t);
   void wait_fence(const fence& f);
 
   // The compute stream's handle, as a kernel receives it, and a wait for it.
@@ -145,6 +150,10 @@ class transfers {
   std::vector<std::unique_ptr<event_impl>> staging_events_;
   std::unique_ptr<staging_lane> to_device_, to_host_;
   std::vector<event_impl*> fence_events_;  // not staged: the kernel's fetches
+  // Fetches into memory vacated while they ran (note_vacated).
+  std::uint64_t barrier_h2d_job_ = 0;        // staged
+  std::unique_ptr<event_impl> h2d_barrier_;  // not staged: recorded on H2D
+  bool barrier_pending_ = false;
   stream_object* compute_ = nullptr;
   stream_object* h2d_ = nullptr;
   stream_object* d2h_ = nullptr;
