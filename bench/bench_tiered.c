@@ -80,6 +80,20 @@ int main(int argc, char **argv) {
   options o;
   parse_options(argc, argv, &o);
   const char *prog = argv[0];
+  if (o.stream || o.graph) {
+    /* One SIM device for both: 4 weights, or every graph tensor (4 KiB). */
+    size_t cap = (size_t)(4 * o.weight_mib * MIB);
+    if (o.graph && (size_t)(o.graph_tensors * 4 * KIB) > cap) cap = o.graph_tensors * 4 * KIB;
+    cap += 64 * MIB;
+    if (dao_sim_configure(1, &cap) != DAO_OK) {
+      fprintf(stderr, "%s: dao_sim_configure: %s\n", prog, dao_last_error());
+      return EXIT_ERROR;
+    }
+    int rc = 0;
+    if (o.stream) rc = bench_stream(&o);
+    if (o.graph && rc == 0) rc = bench_graph(&o);
+    return rc;
+  }
 
   /* The traces: every .jsonl in DIR/ops, or in DIR. */
   size_t dlen = strlen(o.traces) + 8;

@@ -74,10 +74,26 @@ typedef struct options {
   int traces_given;
   const char *only;
   int quick;
+  int stream;             /* --stream: cyclic weight streaming (issue 21) */
+  int graph;              /* --graph: cost per kernel on a big graph */
+  int cuda;               /* --device cuda: stream on cuda:0 (its own link) */
+  const char *extra;      /* --config: appended to every --stream case's config */
+  uint64_t scale;         /* --scale: the h200 link's rates divided by this */
+  uint64_t weight_mib;    /* --weight-mib: bytes of each streamed weight */
+  uint64_t graph_tensors; /* --graph-tensors */
+  uint64_t graph_kernels; /* --graph-kernels */
 } options;
 
 /* Fills *o from the command line; exits on --help (0) or bad flags (2). */
 void parse_options(int argc, char **argv, options *o);
+
+/* ------------------------------------------------------------------------ */
+/* Synthetic cases of issue 21 (bench_tiered_stream.c)                      */
+
+/* Cyclic weight streaming over the SIM model of the H200's link. */
+int bench_stream(const options *o);
+/* The executor's cost per kernel with many live tensors. */
+int bench_graph(const options *o);
 
 /* ------------------------------------------------------------------------ */
 /* Traces (bench_tiered_trace.c)                                            */

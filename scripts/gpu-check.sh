@@ -15,6 +15,10 @@
 #   4. bench_traces --place cuda:0 and --place sim:0 (DAO_SIM_COSTS=h200) on
 #      TRACES_DIR (default: ../shared/traces beside the source tree), traces
 #      bert_base,resnet50,pangu_2.6B (--traces-only LIST to change);
+#   4b. bench_tiered --stream (issue 21): cyclic weight streaming through a
+#      tiered pool with a pageable (staged and not) and a pinned host tier,
+#      on cuda:0 and on the SIM model of the H200's link, with the link
+#      statistics (rate, copy time hidden, stall) of each case;
 #   5. PyTorch training (scripts/gpu-torch.py, issue 17) with PyTorch's own
 #      allocator, with its expandable segments, and with libdao through
 #      dao.torch.use(): step time and peak reserved side by side (skipped
@@ -42,7 +46,7 @@
 #   scripts/gpu-check.sh .gpu/build .gpu/traces
 set -u
 
-usage() { sed -n '2,42p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,46p' "$0" | sed 's/^# \{0,1\}//'; }
 
 build=0 quick=0 torch=1 step_timeout=240 only="bert_base,resnet50,pangu_2.6B"
 args=()
@@ -224,6 +228,33 @@ for name in $names; do
     sim="$s_ratio, $s_sys/$s_free sys, $s_drv driver + $s_ns cpu ns/op"
   [ "$s_ratio" = FAILED ] && sim="FAILED (see the log)"
   row "bench_traces" "$name" "$card" "$sim"
+done
+
+# 4b. Tiered pools at the link's limit (issue 21): cyclic weight streaming
+# (16 weights, 3 passes, a budget of 4) on the card (pageable tier staged
+# and not, pinned tier) and on the SIM model of the H200's link; the rows
+# give each target line with the link statistics behind it.
+if [ $quick = 1 ]; then tiered_size=(--weight-mib 2); else tiered_size=(--weight-mib 512); fi
+tb=$bdir/bench/bench_tiered
+run bench_tiered-cuda "$tb" --stream --device cuda "${tiered_size[@]}"
+rc_card=$?
+card_tiered=$step_out
+DAO_SIM_COSTS=h200 run bench_tiered-sim "$tb" --stream --scale 8 \
+  --weight-mib "$([ $quick = 1 ] && echo 2 || echo 64)"
+rc_sim=$?
+sim_tiered=$step_out
+[ $rc_card = 0 ] && [ $rc_sim = 0 ] || failed=1
+# "ok (figure)" or "MISS (figure)" of a target line (or "-").
+tiered_target() { # OUTPUT PREFIX
+  printf '%s\n' "$1" | awk -v p="$2" 'index($0, p) == 1 && match($0, /(ok|MISS) \(.*\)$/) {
+      print substr($0, RSTART, RLENGTH); found = 1; exit }
+    END { if (!found) print "-" }'
+}
+row "bench_tiered" "stream: $(status_word $rc_card)/$(status_word $rc_sim)" "" ""
+for t in "pageable, transfer-bound:" "pageable, compute >= copies:" "pinned, transfer-bound:" \
+  "pinned, compute >= copies:" "cyclic pattern:"; do
+  row "bench_tiered" "$t" "$(tiered_target "$card_tiered" "$t")" \
+    "$(tiered_target "$sim_tiered" "$t")"
 done
 
 # 5. PyTorch training: its allocator (default, expandable) against libdao's.

@@ -1,6 +1,7 @@
 // Internal pieces tested directly: the pointer map against std::unordered_map,
 // size and config parsing, DAO_SIM_DEVICES parsing, size formatting, the
 // reuse of a tiered pool's tensor records.
+#include <algorithm>
 #include <cstdarg>
 #include <cstddef>
 #include <cstdint>
@@ -12,6 +13,7 @@
 #include <vector>
 
 // Before cmocka.h, whose fail() macro clashes with their member functions.
+#include "tiered/device_arena.hpp"
 #include "tiered/tiered_pool.hpp"
 
 extern "C" {
@@ -221,6 +223,66 @@ static void tiered_records_are_reused(void**) {
   assert_int_equal(dao_tiered_destroy(pool), DAO_OK);
 }
 
+// The device arena's index of free blocks (issue 21) answers what the old
+// linear scan answered: the smallest free block that fits, then the lowest
+// address; checked after every one of many random takes, releases, vacates
+// and compactions, with the index consistent with the blocks throughout.
+static long linear_best_fit(const dao::detail::device_arena& a, std::size_t size) {
+  size = dao::detail::arena_round(size);
+  long best = -1;
+  const auto& blocks = a.blocks();
+  for (std::size_t i = 0; i < blocks.size(); ++i) {
+    if (blocks[i].owner != nullptr || blocks[i].size < size) continue;
+    if (best < 0 || blocks[i].size < blocks[static_cast<std::size_t>(best)].size) {
+      best = static_cast<long>(i);
+    }
+  }
+  return best;
+}
+
+static void arena_index_matches_scan(void**) {
+  using dao::detail::device_arena;
+  device_arena arena(std::size_t(1) << 20);
+  std::vector<dao::detail::tiered_tensor> owners(512);
+  std::vector<std::size_t> offsets;  // taken blocks
+  std::mt19937_64 rng(21);
+  for (int step = 0; step < 20000; ++step) {
+    const unsigned op = static_cast<unsigned>(rng() % 100);
+    if (op < 55) {
+      const std::size_t size = 1 + rng() % (std::size_t(24) << 10);
+      const long got = arena.find_free(size);
+      assert_int_equal(got, linear_best_fit(arena, size));
+      if (got >= 0 && offsets.size() < owners.size()) {
+        offsets.push_back(arena.take(static_cast<std::size_t>(got), size, &owners[offsets.size()]));
+      }
+    } else if (op < 90 && !offsets.empty()) {
+      const std::size_t k = rng() % offsets.size();
+      arena.release(offsets[k]);
+      offsets.erase(offsets.begin() + static_cast<long>(k));
+    } else if (op < 97 && offsets.size() >= 2) {
+      // Vacate a run of two consecutive blocks (free or not).
+      const std::size_t first = rng() % (arena.blocks().size() - 1);
+      std::vector<std::size_t> gone;
+      for (std::size_t i = first; i <= first + 1; ++i) {
+        if (arena.blocks()[i].owner != nullptr) gone.push_back(arena.blocks()[i].offset);
+      }
+      arena.vacate(first, first + 1);
+      for (std::size_t o : gone) {
+        offsets.erase(std::find(offsets.begin(), offsets.end(), o));
+      }
+    } else if (op >= 97) {
+      for (const dao::detail::arena_move& m : arena.compact()) {
+        *std::find(offsets.begin(), offsets.end(), m.from) = m.to;
+      }
+    }
+    assert_true(arena.index_consistent());
+    std::size_t free_total = 0;
+    for (const auto& b : arena.blocks())
+      if (b.owner == nullptr) free_total += b.size;
+    assert_int_equal(arena.free_bytes(), free_total);
+  }
+}
+
 int main() {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(pointer_map_matches_reference),
@@ -229,6 +291,7 @@ int main() {
       cmocka_unit_test(config_takes_and_rejects),
       cmocka_unit_test(sim_devices_strings),
       cmocka_unit_test(tiered_records_are_reused),
+      cmocka_unit_test(arena_index_matches_scan),
   };
   return cmocka_run_group_tests(tests, nullptr, nullptr);
 }

@@ -4,7 +4,7 @@
  * under belady and lru are known exactly; a released tensor freed after its
  * last use and not before; submits from two threads; writes and reads
  * ordered with kernels; every bad input; failing kernels and a full host
- * tier.
+ * tier; the link: staged copies, copies that block, and the link statistics.
  *
  * Runs with DAO_SIM_DEVICES=256MiB,16MiB. No check depends on timing: a
  * kernel that must still be running waits on a gate the test opens. */
@@ -247,12 +247,13 @@ static void run_program(size_t budget, const char *config, int expect_evictions)
 }
 
 static void test_random_program(void **state) {
-  static const char *const configs[] = {"policy=belady",
-                                        "policy=lru",
-                                        "policy=size_aware",
-                                        "policy=callback",
-                                        "policy=belady,prefetch=0",
-                                        "policy=lru,prefetch=4,link_bandwidth=64GB/s"};
+  static const char *const configs[] = {
+      "policy=belady", "policy=lru", "policy=size_aware", "policy=callback",
+      "policy=belady,prefetch=0", "policy=lru,prefetch=4,link_bandwidth=64GB/s",
+      /* copies staged in chunks smaller than most tensors, one buffer each way */
+      "policy=belady,staging_buffers=1,staging_chunk=64KiB",
+      /* straight from pageable memory; pinned */
+      "policy=belady,staging_buffers=0", "policy=belady,sim_host=pinned"};
   size_t c;
   (void)state;
   make_program(SLOW_BUILD ? 300 : MAX_KERNELS);
@@ -260,6 +261,189 @@ static void test_random_program(void **state) {
   /* everything fits: no eviction */
   run_program(prog.total + 64 * KIB * NT, "policy=belady", 0);
   for (c = 0; c < sizeof configs / sizeof configs[0]; ++c) run_program(4 * MIB, configs[c], 1);
+}
+
+/* --- the link: staged and blocking copies, honest statistics -------------- */
+
+static dao_tiered_link_stats get_link_stats(dao_tiered *pool) {
+  dao_tiered_link_stats s;
+  memset(&s, 0, sizeof s);
+  s.struct_size = sizeof s;
+  assert_ok(dao_tiered_get_link_stats(pool, &s));
+  return s;
+}
+
+/* Adds 1 to every word of each output (in place). */
+static dao_status k_inc_all(void *user_data, void *const *inputs, size_t input_count,
+                            void *const *outputs, size_t output_count, dao_stream stream) {
+  size_t i, w;
+  const size_t words = (size_t)(uintptr_t)user_data;
+  (void)inputs;
+  (void)input_count;
+  (void)stream;
+  for (i = 0; i < output_count; ++i)
+    for (w = 0; w < words; ++w) ((uint32_t *)outputs[i])[w] += 1;
+  return DAO_OK;
+}
+
+/* Three tensors of 300 KiB + 4 bytes (not a multiple of any chunk) in a
+ * budget of two, each incremented in turn 4 times: every kernel evicts one
+ * (dirty) and fetches one. Returns the link statistics; checks the data and
+ * what every configuration must give. */
+static dao_tiered_link_stats run_link(const char *config) {
+  enum { N = 3, ROUNDS = 4 };
+  const size_t bytes = 300 * KIB + 4, words = bytes / 4;
+  dao_tiered *pool = NULL;
+  dao_tensor *t[N];
+  dao_tiered_stats st;
+  dao_tiered_link_stats ls;
+  uint32_t *buf = malloc(bytes);
+  int i, r;
+  size_t w;
+  assert_non_null(buf);
+  assert_ok(dao_tiered_create(dao_place_sim(0), dao_place_cpu(), 2 * bytes + 1024, config, &pool));
+  for (i = 0; i < N; ++i) {
+    assert_ok(dao_tensor_create(pool, bytes, &t[i]));
+    for (w = 0; w < words; ++w) buf[w] = (uint32_t)(i * 1000000 + w);
+    assert_ok(dao_tensor_write(t[i], buf, bytes));
+  }
+  for (r = 0; r < ROUNDS; ++r)
+    for (i = 0; i < N; ++i)
+      assert_ok(dao_kernel_submit(pool, k_inc_all, (void *)(uintptr_t)words, NULL, 0, &t[i], 1));
+  assert_ok(dao_tiered_synchronize(pool));
+  for (i = 0; i < N; ++i) {
+    assert_ok(dao_tensor_read(t[i], buf, bytes));
+    for (w = 0; w < words; ++w) {
+      if (buf[w] != (uint32_t)(i * 1000000 + w + ROUNDS)) {
+        print_error("%s: tensor %d word %zu is %u\n", config, i, w, buf[w]);
+        fail();
+      }
+    }
+  }
+  st = get_stats(pool);
+  ls = get_link_stats(pool);
+  assert_true(st.evictions > 0 && st.fetches > 0);
+  assert_int_equal(ls.bytes_to_device, st.bytes_fetched);
+  assert_int_equal(ls.bytes_to_host, st.bytes_evicted);
+  assert_int_equal(ls.copies_to_device, st.fetches);
+  assert_int_equal(ls.copies_to_host, st.evictions);
+  assert_int_equal(ls.stall_ns, st.stall_ns);
+  assert_true(ls.copy_ns_to_device > 0 && ls.copy_ns_to_host > 0);
+  assert_true(ls.copy_ns <= ls.copy_ns_to_device + ls.copy_ns_to_host);
+  assert_true(ls.copy_ns >= ls.copy_ns_to_device && ls.copy_ns >= ls.copy_ns_to_host);
+  assert_int_equal(ls.hidden_ns, ls.copy_ns > ls.stall_ns ? ls.copy_ns - ls.stall_ns : 0);
+  assert_true(ls.to_device_bytes_per_s > 0 && ls.to_host_bytes_per_s > 0);
+  assert_true(ls.kernel_ns > 0);
+  for (i = 0; i < N; ++i) assert_ok(dao_tensor_release(t[i]));
+  assert_ok(dao_tiered_destroy(pool));
+  free(buf);
+  return ls;
+}
+
+static void test_link(void **state) {
+  dao_tiered_link_stats ls;
+  (void)state;
+  /* Staged: every byte each way went through two buffers of 64 KiB each way. */
+  ls = run_link("staging_buffers=2,staging_chunk=64KiB,prefetch=1");
+  assert_int_equal(ls.host_pageable, 1);
+  assert_int_equal(ls.staged, 1);
+  assert_int_equal(ls.staging_bytes, 4 * 64 * KIB);
+  assert_int_equal(ls.staged_bytes, ls.bytes_to_device + ls.bytes_to_host);
+  /* Staged with modelled pageable rates of 1 GB/s (1 byte per ns): each job
+     takes at least bytes / rate, so the copy time each way does too. */
+  ls = run_link("staging_buffers=2,staging_chunk=64KiB,pageable_to_device=1GB/s,"
+                "pageable_to_host=1GB/s");
+  assert_true(ls.copy_ns_to_device >= ls.bytes_to_device);
+  assert_true(ls.copy_ns_to_host >= ls.bytes_to_host);
+  /* Straight from pageable memory at 1 GB/s: each copy blocks the executor
+     for at least bytes / rate, and every such moment is a stall. */
+  ls = run_link("staging_buffers=0,pageable_to_device=1GB/s,pageable_to_host=1GB/s");
+  assert_int_equal(ls.staged, 0);
+  assert_int_equal(ls.staging_bytes, 0);
+  assert_int_equal(ls.staged_bytes, 0);
+  assert_true(ls.stall_ns >= ls.bytes_to_device + ls.bytes_to_host);
+  /* A pinned tier: asynchronous copies, no staging. */
+  ls = run_link("sim_host=pinned,link_bandwidth=2GB/s");
+  assert_int_equal(ls.host_pageable, 0);
+  assert_int_equal(ls.staged, 0);
+  assert_int_equal(ls.staging_bytes, 0);
+}
+
+/* --- dao_tiered_trim: the device budget given back, and taken again -------- */
+
+static dao_status k_init(void *user_data, void *const *inputs, size_t input_count,
+                         void *const *outputs, size_t output_count, dao_stream stream);
+
+static void test_trim(void **state) {
+  enum { N = 3 };
+  const size_t bytes = 256 * KIB, words = bytes / 4;
+  dao_tiered *pool = NULL, *tight = NULL;
+  dao_tensor *t[N];
+  uint32_t *buf = malloc(bytes);
+  void *other = NULL;
+  dao_allocator *rest = NULL; /* the rest of the program: no cache */
+  size_t w;
+  int i, r;
+  (void)state;
+  assert_non_null(buf);
+  assert_ok(dao_allocator_create(dao_place_sim(1), "system", NULL, &rest));
+  /* SIM device 1 has 16 MiB: the pool's 12 MiB leave no room for 8 more. */
+  assert_ok(dao_tiered_create(dao_place_sim(1), dao_place_cpu(), 12 * MIB, NULL, &pool));
+  for (i = 0; i < N; ++i) {
+    assert_ok(dao_tensor_create(pool, bytes, &t[i]));
+    for (w = 0; w < words; ++w) buf[w] = (uint32_t)(i * 1000 + w);
+    assert_ok(dao_tensor_write(t[i], buf, bytes));
+  }
+  for (r = 0; r < 2; ++r)
+    for (i = 0; i < N; ++i)
+      assert_ok(dao_kernel_submit(pool, k_inc_all, (void *)(uintptr_t)words, NULL, 0, &t[i], 1));
+  assert_status(dao_allocator_alloc(rest, 8 * MIB, NULL, &other), DAO_ERR_OUT_OF_MEMORY);
+  /* Waits for the kernels, moves the resident (dirty) tensors to the host,
+     gives the budget back to the place's allocator: the rest of the
+     program can use it. */
+  assert_ok(dao_tiered_trim(pool));
+  assert_int_equal(get_stats(pool).device_bytes, 0);
+  assert_int_equal(get_stats(pool).kernels_run, 2 * N);
+  for (i = 0; i < N; ++i) assert_int_equal(state_of(t[i]), DAO_TENSOR_ON_HOST);
+  assert_ok(dao_allocator_alloc(rest, 8 * MIB, NULL, &other));
+  assert_ok(dao_allocator_free(rest, other));
+  assert_ok(dao_tiered_trim(pool)); /* again: nothing to do */
+  /* The next kernels take the budget again and fetch what they use. */
+  for (i = 0; i < N; ++i)
+    assert_ok(dao_kernel_submit(pool, k_inc_all, (void *)(uintptr_t)words, NULL, 0, &t[i], 1));
+  assert_ok(dao_tiered_synchronize(pool));
+  assert_true(get_stats(pool).device_bytes > 0);
+  assert_status(dao_allocator_alloc(rest, 8 * MIB, NULL, &other), DAO_ERR_OUT_OF_MEMORY);
+  assert_ok(dao_allocator_destroy(rest));
+  for (i = 0; i < N; ++i) {
+    assert_ok(dao_tensor_read(t[i], buf, bytes));
+    for (w = 0; w < words; ++w) assert_int_equal(buf[w], (uint32_t)(i * 1000 + w + 3));
+  }
+  for (i = 0; i < N; ++i) assert_ok(dao_tensor_release(t[i]));
+  assert_ok(dao_tiered_destroy(pool));
+  /* A host tier too small for what lives on the device alone: refused,
+     nothing moved (the pool goes on). */
+  assert_ok(dao_tiered_create(dao_place_sim(1), dao_place_cpu(), 2 * bytes + 1024,
+                              "host_budget=256KiB", &tight));
+  {
+    dao_tensor *a = NULL, *b = NULL;
+    assert_ok(dao_tensor_create(tight, bytes, &a));
+    assert_ok(dao_tensor_create(tight, bytes, &b));
+    assert_ok(dao_kernel_submit(tight, k_init, (void *)(uintptr_t)7, NULL, 0, &a, 1));
+    assert_ok(dao_kernel_submit(tight, k_init, (void *)(uintptr_t)8, NULL, 0, &b, 1));
+    assert_failure_mentions(dao_tiered_trim(tight), DAO_ERR_OUT_OF_MEMORY, "nothing was moved");
+    assert_int_equal(get_stats(tight).device_bytes, 2 * bytes);
+    assert_int_equal(state_of(a), DAO_TENSOR_ON_DEVICE);
+    assert_ok(dao_tensor_read(a, buf, bytes));
+    assert_int_equal(buf[0], 7);
+    assert_ok(dao_tiered_synchronize(tight));
+    assert_ok(dao_tensor_release(a));
+    assert_ok(dao_tensor_release(b));
+  }
+  assert_ok(dao_tiered_destroy(tight));
+  /* bad input */
+  assert_failure_mentions(dao_tiered_trim(NULL), DAO_ERR_INVALID_ARGUMENT, "pool");
+  free(buf);
 }
 
 /* --- a gate: kernels that wait until the test opens it -------------------- */
@@ -742,6 +926,21 @@ static void test_bad_input(void **state) {
   assert_failure_mentions(
       dao_tiered_create(dao_place_sim(0), dao_place_cpu(), MIB, "link_bandwidth=1e308TB/s", &p2),
       DAO_ERR_INVALID_ARGUMENT, "link_bandwidth");
+  assert_failure_mentions(
+      dao_tiered_create(dao_place_sim(0), dao_place_cpu(), MIB, "staging_buffers=65", &p2),
+      DAO_ERR_INVALID_ARGUMENT, "staging_buffers");
+  assert_failure_mentions(
+      dao_tiered_create(dao_place_sim(0), dao_place_cpu(), MIB, "staging_chunk=1KiB", &p2),
+      DAO_ERR_INVALID_ARGUMENT, "staging_chunk");
+  assert_failure_mentions(dao_tiered_create(dao_place_sim(0), dao_place_cpu(), MIB,
+                                            "staging_buffers=8,staging_chunk=256MiB", &p2),
+                          DAO_ERR_INVALID_ARGUMENT, "per direction");
+  assert_failure_mentions(
+      dao_tiered_create(dao_place_sim(0), dao_place_cpu(), MIB, "sim_host=gpu", &p2),
+      DAO_ERR_INVALID_ARGUMENT, "sim_host");
+  assert_failure_mentions(
+      dao_tiered_create(dao_place_sim(0), dao_place_cpu(), MIB, "pageable_to_device=0", &p2),
+      DAO_ERR_INVALID_ARGUMENT, "pageable_to_device");
   assert_status(dao_tiered_create(dao_place_sim(7), dao_place_cpu(), MIB, NULL, &p2),
                 DAO_ERR_NO_DEVICE);
   assert_status(dao_tiered_create(dao_place_sim(1), dao_place_cpu(), 32 * MIB, NULL, &p2),
@@ -811,6 +1010,19 @@ static void test_bad_input(void **state) {
   st.struct_size = 8;
   assert_status(dao_tiered_get_stats(pool, &st), DAO_ERR_INVALID_ARGUMENT);
   assert_status(dao_tiered_get_stats(NULL, &st), DAO_ERR_INVALID_ARGUMENT);
+  {
+    dao_tiered_link_stats ls;
+    memset(&ls, 0x5A, sizeof ls);
+    assert_status(dao_tiered_get_link_stats(pool, NULL), DAO_ERR_INVALID_ARGUMENT);
+    ls.struct_size = 8;
+    assert_failure_mentions(dao_tiered_get_link_stats(pool, &ls), DAO_ERR_INVALID_ARGUMENT,
+                            "struct_size");
+    assert_true(ls.bytes_to_device == 0x5A5A5A5A5A5A5A5Aull); /* nothing written */
+    ls.struct_size = sizeof ls;
+    assert_status(dao_tiered_get_link_stats(NULL, &ls), DAO_ERR_INVALID_ARGUMENT);
+    assert_ok(dao_tiered_get_link_stats(pool, &ls));
+    assert_int_equal(ls.struct_size, sizeof ls);
+  }
   /* release */
   assert_ok(dao_tensor_release(big2));
   assert_status(dao_tensor_release(big2), DAO_ERR_INVALID_ARGUMENT);
@@ -898,7 +1110,7 @@ static void test_host_tier_full(void **state) {
 typedef struct self_wait {
   dao_tiered *pool;
   dao_tensor *tensor;
-  dao_status sync, read, destroy, write;
+  dao_status sync, read, destroy, write, trim;
   char message[256];
 } self_wait;
 
@@ -916,6 +1128,7 @@ static dao_status k_waits_for_own_pool(void *user_data, void *const *inputs, siz
   snprintf(w->message, sizeof w->message, "%s", dao_last_error());
   w->read = dao_tensor_read(w->tensor, word, sizeof word);
   w->destroy = dao_tiered_destroy(w->pool);
+  w->trim = dao_tiered_trim(w->pool);
   w->write = dao_tensor_write(w->tensor, word, sizeof word); /* queues: allowed */
   return DAO_OK;
 }
@@ -936,6 +1149,7 @@ static void test_kernel_waiting_for_its_pool(void **state) {
   assert_non_null(strstr(w.message, "executor thread"));
   assert_int_equal(w.read, DAO_ERR_INVALID_STATE);
   assert_int_equal(w.destroy, DAO_ERR_INVALID_STATE);
+  assert_int_equal(w.trim, DAO_ERR_INVALID_STATE);
   assert_int_equal(w.write, DAO_OK);
   assert_ok(dao_tensor_read(w.tensor, got, sizeof got)); /* the kernel's write: zeros */
   assert_int_equal(got[0], 0);
@@ -957,6 +1171,8 @@ int main(void) {
       cmocka_unit_test(test_failing_kernel),
       cmocka_unit_test(test_host_tier_full),
       cmocka_unit_test(test_random_program),
+      cmocka_unit_test(test_link),
+      cmocka_unit_test(test_trim),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

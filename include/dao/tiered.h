@@ -30,9 +30,20 @@
  * - `prefetch` (default 2): kernels ahead whose inputs are fetched early;
  *   0 turns prefetching off.
  * - `host_budget` (default 0 = no limit): most bytes in the host tier.
- * - `link_bandwidth` (SIM device only; default 0 = unlimited): copies between
- *   the tiers take bytes / bandwidth seconds, e.g. `16GB/s` or `25GiB/s`, so
- *   that benchmarks show how much copy time prefetching hides.
+ * - `staging_buffers` (default 4) and `staging_chunk` (default 1MiB): with a
+ *   pageable (CPU) host tier, copies go through this many pinned buffers per
+ *   direction, allocated with the pool, filled and drained by a worker thread
+ *   per direction while the DMAs run; `staging_buffers=0` copies straight
+ *   from pageable memory, which blocks the executor in each copy.
+ * - `link_bandwidth` (SIM device only; default: the SIM cost profile's pinned
+ *   rate, else 0 = unlimited): DMA copies between the device and pinned
+ *   memory take bytes / bandwidth seconds, e.g. `16GB/s` or `25GiB/s`.
+ * - `pageable_to_device`, `pageable_to_host` (SIM device only; default: the
+ *   profile's, else 0 = not modelled): copies from and to pageable memory
+ *   take bytes / rate and block their caller (staging fills and drains its
+ *   buffers at these rates).
+ * - `sim_host` (SIM device only): `pageable` (default) or `pinned`, what the
+ *   CPU host tier stands for.
  */
 #ifndef DAO_TIERED_H
 #define DAO_TIERED_H
@@ -121,13 +132,51 @@ typedef struct dao_tiered_stats {
   uint64_t bytes_fetched;      /**< Bytes copied host → device. */
   uint64_t prefetches;         /**< Fetches started ahead of their kernel. */
   uint64_t prefetches_in_time; /**< ... that had completed when it started. */
-  uint64_t stall_ns;           /**< Time the executor waited for copies. */
+  uint64_t stall_ns;           /**< Time the executor waited for data: for copies
+                                    before a kernel, for a copy from pageable
+                                    memory that blocked it, for copies to
+                                    drain (compaction, writes, reads). */
   uint64_t device_bytes;       /**< Bytes resident in the device budget now. */
   uint64_t peak_device_bytes;  /**< Peak of device_bytes. */
   uint64_t host_bytes;         /**< Bytes in the host tier now. */
   uint64_t peak_host_bytes;    /**< Peak of host_bytes. */
   uint64_t tensors_live;       /**< Tensors not yet freed. */
 } dao_tiered_stats;
+
+/**
+ * The link between the tiers of a tiered pool: what was copied each way,
+ * how long the copies took, and how much of that time the executor did not
+ * wait for (size-tagged; may grow at its end). Read by
+ * dao_tiered_get_link_stats().
+ *
+ * The copy time of a direction is the time during which at least one copy
+ * that way was under way (from its first byte to its last, staging
+ * included), so bytes / time is the rate the link achieved while busy.
+ */
+typedef struct dao_tiered_link_stats {
+  size_t struct_size;             /**< In: sizeof(dao_tiered_link_stats). */
+  uint64_t bytes_to_device;       /**< Bytes copied host → device (fetches). */
+  uint64_t bytes_to_host;         /**< Bytes copied device → host (evictions). */
+  uint64_t copies_to_device;      /**< Tensors copied host → device. */
+  uint64_t copies_to_host;        /**< Tensors copied device → host. */
+  uint64_t copy_ns_to_device;     /**< Time a copy host → device was under way. */
+  uint64_t copy_ns_to_host;       /**< Time a copy device → host was under way. */
+  uint64_t copy_ns;               /**< Time any copy was under way (the union). */
+  uint64_t stall_ns;              /**< Time the executor waited for data
+                                       (::dao_tiered_stats::stall_ns). */
+  uint64_t kernel_ns;             /**< Time the executor spent in kernels. */
+  uint64_t hidden_ns;             /**< copy_ns - stall_ns (0 if negative): copy
+                                       time the executor did not wait for;
+                                       hidden_ns / copy_ns is the fraction
+                                       hidden. */
+  uint64_t to_device_bytes_per_s; /**< bytes_to_device / copy_ns_to_device
+                                       (0 without copies). */
+  uint64_t to_host_bytes_per_s;   /**< bytes_to_host / copy_ns_to_host. */
+  uint64_t staged_bytes;          /**< Bytes copied through staging buffers. */
+  uint64_t staging_bytes;         /**< Bytes of pinned staging buffers held. */
+  int host_pageable;              /**< 1: the host tier is pageable memory. */
+  int staged;                     /**< 1: its copies go through staging buffers. */
+} dao_tiered_link_stats;
 
 #ifdef __cplusplus
 extern "C" {
@@ -138,7 +187,8 @@ extern "C" {
  * @param[in]  device        The device place (CUDA or SIM).
  * @param[in]  host          The host tier (CPU or CUDA pinned).
  * @param[in]  device_budget Bytes of device memory the pool may use (> 0);
- *                           reserved at creation.
+ *                           taken from the device at creation
+ *                           (dao_tiered_trim() gives it back).
  * @param[in]  config        See the file comment; NULL or "" for defaults.
  * @param[out] out           Receives the pool, owned by the caller until
  *                           dao_tiered_destroy().
@@ -306,6 +356,38 @@ DAO_API dao_status dao_kernel_submit(dao_tiered *pool, dao_kernel_fn fn, void *u
 DAO_API dao_status dao_tiered_synchronize(dao_tiered *pool);
 
 /**
+ * @brief Give the pool's device memory back: wait until every kernel
+ *        submitted so far has run, move every resident tensor to the host
+ *        tier (copying those whose host copy is stale), and return the
+ *        device budget's memory to the device place's allocator, where the
+ *        rest of the program can use it. The pool takes the budget again
+ *        from that allocator when a kernel next needs it, and fetches its
+ *        tensors back as they are used.
+ *
+ * A pool holds its budget as one range of the device place's allocator
+ * from dao_tiered_create() on (docs/tiered.md says why); call this between
+ * phases of a program that needs the card for something else meanwhile.
+ * @param[in] pool The pool.
+ * @retval DAO_OK                   Trimmed: it holds no device memory now.
+ * @retval DAO_ERR_INVALID_ARGUMENT NULL or not a pool.
+ * @retval DAO_ERR_OUT_OF_MEMORY    The host tier has no room (`host_budget`)
+ *                                  for the tensors that live on the device
+ *                                  alone; nothing was moved. Or the host
+ *                                  refused a buffer part way: the tensors
+ *                                  moved so far are on the host, the rest
+ *                                  on the device, no data lost (message).
+ * @retval DAO_ERR_INVALID_STATE    The pool has failed (its data stays
+ *                                  readable), or the call comes from a kernel
+ *                                  of this pool (::dao_kernel_fn): nothing
+ *                                  was done.
+ * @par Thread safety
+ * Safe to call from any thread. If the device has no room for the budget
+ * when a later kernel needs it, the pool fails (dao_tiered_synchronize()
+ * says so; no data is lost).
+ */
+DAO_API dao_status dao_tiered_trim(dao_tiered *pool);
+
+/**
  * @brief Read the statistics of a pool.
  * @param[in]     pool  The pool.
  * @param[in,out] stats Caller's struct with `struct_size` set; the fields this
@@ -321,6 +403,26 @@ DAO_API dao_status dao_tiered_synchronize(dao_tiered *pool);
  * Safe to call from any thread.
  */
 DAO_API dao_status dao_tiered_get_stats(dao_tiered *pool, dao_tiered_stats *stats);
+
+/**
+ * @brief Read what a pool has copied between its tiers, and how long that
+ *        took (::dao_tiered_link_stats).
+ * @param[in]     pool  The pool.
+ * @param[in,out] stats Caller's struct with `struct_size` set; the fields this
+ *                      version knows are written, nothing past them (the
+ *                      rule of size-tagged structs is written at
+ *                      ::dao_allocator_stats).
+ * @retval DAO_OK                   Written.
+ * @retval DAO_ERR_INVALID_ARGUMENT A NULL argument, not a pool, or
+ *                                  `struct_size` smaller than this version's
+ *                                  struct or larger than 65536 (64 KiB);
+ *                                  nothing is written.
+ * @retval DAO_ERR_INVALID_STATE    Called from a scoring callback
+ *                                  (::dao_score_fn); nothing is written.
+ * @par Thread safety
+ * Safe to call from any thread, and from a kernel of the pool.
+ */
+DAO_API dao_status dao_tiered_get_link_stats(dao_tiered *pool, dao_tiered_link_stats *stats);
 
 /**
  * @brief Stop the executor after the queued kernels (or at once if the pool

@@ -123,6 +123,10 @@ extern "C" dao_status dao_tiered_synchronize(dao_tiered* pool) {
   return guarded([&] { checked_tiered(pool, "dao_tiered_synchronize").impl->synchronize(); });
 }
 
+extern "C" dao_status dao_tiered_trim(dao_tiered* pool) {
+  return guarded([&] { checked_tiered(pool, "dao_tiered_trim").impl->trim(); });
+}
+
 extern "C" dao_status dao_tiered_get_stats(dao_tiered* pool, dao_tiered_stats* stats) {
   return guarded([&] {
     dao_tiered& p = checked_tiered(pool, "dao_tiered_get_stats");
@@ -131,6 +135,17 @@ extern "C" dao_status dao_tiered_get_stats(dao_tiered* pool, dao_tiered_stats* s
     std::memset(&s, 0, sizeof s);
     p.impl->read_stats(s);
     write_sized(s, stats, "dao_tiered_get_stats", "stats");
+  });
+}
+
+extern "C" dao_status dao_tiered_get_link_stats(dao_tiered* pool, dao_tiered_link_stats* stats) {
+  return guarded([&] {
+    dao_tiered& p = checked_tiered(pool, "dao_tiered_get_link_stats");
+    check_sized(stats, "dao_tiered_get_link_stats", "stats");  // before any work
+    dao_tiered_link_stats s;
+    std::memset(&s, 0, sizeof s);
+    p.impl->read_link_stats(s);
+    write_sized(s, stats, "dao_tiered_get_link_stats", "stats");
   });
 }
 

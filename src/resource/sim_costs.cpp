@@ -30,6 +30,7 @@ constexpr sim_profile kH200 = {
     8.1,                           // pageable host -> device, GB/s
     11.9,                          // device -> pageable host
     0,                             // device -> device: not measured, not charged
+    55.2,                          // pinned host <-> device, each way (issue 21)
 };
 
 constexpr sim_profile kNone = {
@@ -42,6 +43,7 @@ constexpr sim_profile kNone = {
     0,      0,
     0,      0,
     0,      0,
+    0,
 };
 
 constexpr const sim_profile* kProfiles[] = {&kNone, &kH200};

@@ -35,6 +35,9 @@ struct sim_profile {
   double event_record_us, event_query_us, synchronize_us, host_func_us;
   // Copies (GB/s, 0: not charged): host memory is pageable on SIM.
   double to_device_gbs, to_host_gbs, on_device_gbs;
+  // Copies between pinned host memory and the device, each way (GB/s, 0:
+  // not measured). Used by tiered pools' link model, not by the meter.
+  double pinned_gbs;
 };
 
 // The profile named `name`; throws invalid_argument listing the profiles.

@@ -11,20 +11,40 @@ namespace dao::detail {
 
 device_arena::device_arena(std::size_t capacity)
     : capacity_(capacity / kArenaGranule * kArenaGranule) {
-  if (capacity_ > 0) blocks_.push_back(arena_block{0, capacity_, nullptr});
+  if (capacity_ > 0) {
+    blocks_.push_back(arena_block{0, capacity_, nullptr});
+    index_free(blocks_.back());
+  }
+}
+
+void device_arena::index_free(const arena_block& b) {
+  free_.insert(free_key{b.size, b.offset});
+  free_bytes_ += b.size;
+}
+
+void device_arena::unindex_free(const arena_block& b) noexcept {
+  if (free_.erase(free_key{b.size, b.offset}) != 0) free_bytes_ -= b.size;
 }
 
 long device_arena::find_free(std::size_t size) const noexcept {
   size = arena_round(size);
-  long best = -1;
-  for (std::size_t i = 0; i < blocks_.size(); ++i) {
-    const arena_block& b = blocks_[i];
-    if (b.owner != nullptr || b.size < size) continue;
-    if (best < 0 || b.size < blocks_[static_cast<std::size_t>(best)].size) {
-      best = static_cast<long>(i);
-    }
+  auto it = free_.lower_bound(free_key{size, 0});
+  if (it == free_.end()) return -1;
+  // The block at that offset exists (binary search over the blocks).
+  auto b = std::lower_bound(blocks_.begin(), blocks_.end(), it->second,
+                            [](const arena_block& x, std::size_t o) { return x.offset < o; });
+  return static_cast<long>(b - blocks_.begin());
+}
+
+bool device_arena::index_consistent() const {
+  std::size_t n = 0, bytes = 0;
+  for (const arena_block& b : blocks_) {
+    if (b.owner != nullptr) continue;
+    if (free_.count(free_key{b.size, b.offset}) == 0) return false;
+    ++n;
+    bytes += b.size;
   }
-  return best;
+  return n == free_.size() && bytes == free_bytes_;
 }
 
 arena_run device_arena::find_run(std::size_t size,
@@ -77,16 +97,31 @@ std::size_t device_arena::take(std::size_t index, std::size_t size, tiered_tenso
   }
   const std::size_t offset = b.offset;
   if (b.size > size) {
-    arena_block rest{b.offset + size, b.size - size, nullptr};
-    b.size = size;
-    b.owner = owner;
+    const arena_block rest{b.offset + size, b.size - size, nullptr};
     if (index + 1 < blocks_.size() && blocks_[index + 1].owner == nullptr) {
-      blocks_[index + 1].offset = rest.offset;
-      blocks_[index + 1].size += rest.size;
+      arena_block& next = blocks_[index + 1];
+      // Allocates first (may throw: nothing changed then).
+      free_.insert(free_key{next.size + rest.size, rest.offset});
+      free_.erase(free_key{next.size, next.offset});
+      free_.erase(free_key{b.size, b.offset});
+      next.offset = rest.offset;
+      next.size += rest.size;
     } else {
-      blocks_.insert(blocks_.begin() + static_cast<long>(index) + 1, rest);
+      blocks_.insert(blocks_.begin() + static_cast<long>(index) + 1, rest);  // may throw
+      try {
+        free_.insert(free_key{rest.size, rest.offset});
+      } catch (...) {
+        blocks_.erase(blocks_.begin() + static_cast<long>(index) + 1);
+        throw;
+      }
+      free_.erase(free_key{blocks_[index].size, blocks_[index].offset});
     }
+    arena_block& taken = blocks_[index];
+    taken.size = size;
+    taken.owner = owner;
+    free_bytes_ -= size;
   } else {
+    unindex_free(b);
     b.owner = owner;
   }
   return offset;
@@ -101,7 +136,7 @@ std::size_t device_arena::index_of(std::size_t offset) const {
   return static_cast<std::size_t>(it - blocks_.begin());
 }
 
-std::size_t device_arena::merge_free(std::size_t first, std::size_t last) {
+std::size_t device_arena::merge_unindexed(std::size_t first, std::size_t last) {
   std::size_t total = 0;
   for (std::size_t i = first; i <= last; ++i) {
     if (blocks_[i].owner != nullptr) {
@@ -112,24 +147,42 @@ std::size_t device_arena::merge_free(std::size_t first, std::size_t last) {
   blocks_[first].size = total;
   blocks_.erase(blocks_.begin() + static_cast<long>(first) + 1,
                 blocks_.begin() + static_cast<long>(last) + 1);
+  index_free(blocks_[first]);
   return first;
 }
 
+std::size_t device_arena::merge_free(std::size_t first, std::size_t last) {
+  for (std::size_t i = first; i <= last; ++i) unindex_free(blocks_[i]);
+  return merge_unindexed(first, last);
+}
+
 std::size_t device_arena::vacate(std::size_t first, std::size_t last) {
-  for (std::size_t i = first; i <= last; ++i) blocks_.at(i).owner = nullptr;
-  while (last + 1 < blocks_.size() && blocks_[last + 1].owner == nullptr) ++last;
-  while (first > 0 && blocks_[first - 1].owner == nullptr) --first;
-  return first == last ? first : merge_free(first, last);
+  for (std::size_t i = first; i <= last; ++i) {
+    if (blocks_.at(i).owner == nullptr) unindex_free(blocks_[i]);
+    blocks_[i].owner = nullptr;
+  }
+  while (last + 1 < blocks_.size() && blocks_[last + 1].owner == nullptr) {
+    unindex_free(blocks_[++last]);
+  }
+  while (first > 0 && blocks_[first - 1].owner == nullptr) unindex_free(blocks_[--first]);
+  return merge_unindexed(first, last);
 }
 
 void device_arena::release(std::size_t offset) {
   std::size_t i = index_of(offset);
+  if (blocks_[i].owner == nullptr) return;  // already free
   blocks_[i].owner = nullptr;
   std::size_t first = i;
   std::size_t last = i;
-  if (i + 1 < blocks_.size() && blocks_[i + 1].owner == nullptr) last = i + 1;
-  if (i > 0 && blocks_[i - 1].owner == nullptr) first = i - 1;
-  if (first != last) merge_free(first, last);
+  if (i + 1 < blocks_.size() && blocks_[i + 1].owner == nullptr) {
+    last = i + 1;
+    unindex_free(blocks_[last]);
+  }
+  if (i > 0 && blocks_[i - 1].owner == nullptr) {
+    first = i - 1;
+    unindex_free(blocks_[first]);
+  }
+  merge_unindexed(first, last);
 }
 
 std::vector<arena_move> device_arena::compact() {
@@ -145,14 +198,10 @@ std::vector<arena_move> device_arena::compact() {
   }
   if (at < capacity_) packed.push_back(arena_block{at, capacity_ - at, nullptr});
   blocks_.swap(packed);
+  free_.clear();
+  free_bytes_ = 0;
+  if (at < capacity_) index_free(blocks_.back());
   return moves;
-}
-
-std::size_t device_arena::free_bytes() const noexcept {
-  std::size_t total = 0;
-  for (const arena_block& b : blocks_)
-    if (b.owner == nullptr) total += b.size;
-  return total;
 }
 
 }  // namespace dao::detail

@@ -1,7 +1,11 @@
 // The device budget of a tiered pool: one contiguous range (a single
 // allocation of device_budget bytes on the device place), cut into blocks in
-// address order, each free or owned by one resident tensor. Placement looks
-// for a contiguous run of blocks: first a free block that fits (best fit),
+// address order, each free or owned by one resident tensor. The free blocks
+// are also indexed by (size, offset), so that the best fit is found in
+// O(log n) rather than by a scan of every block (issue 21: the scan was a
+// quarter of the executor's time on graphs of thousands of tensors).
+// Placement looks for a contiguous run of blocks: first a free block that
+// fits (best fit),
 // else a run of free blocks and evictable tensors scored by the caller (the
 // seed's evictCandidates over consecutive blocks). Not thread safe: the pool
 // guards it with its mutex.
@@ -10,6 +14,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <set>
+#include <utility>
 #include <vector>
 
 namespace dao::detail {
@@ -58,7 +64,8 @@ class device_arena {
   std::size_t capacity() const noexcept { return capacity_; }
   const std::vector<arena_block>& blocks() const noexcept { return blocks_; }
 
-  // Best-fit free block for `size` (rounded), or -1.
+  // Best-fit free block for `size` (rounded): the smallest, then the lowest
+  // address; or -1. O(log n).
   long find_free(std::size_t size) const noexcept;
 
   // Scans every minimal run of consecutive blocks (free, or owned by a tensor
@@ -93,12 +100,24 @@ class device_arena {
   // copied in ascending chunks of at most from - to bytes).
   std::vector<arena_move> compact();
 
-  // Bytes in free blocks.
-  std::size_t free_bytes() const noexcept;
+  // Bytes in free blocks. O(1).
+  std::size_t free_bytes() const noexcept { return free_bytes_; }
+
+  // Whether the index of free blocks matches the blocks (a test hook).
+  bool index_consistent() const;
 
  private:
+  using free_key = std::pair<std::size_t, std::size_t>;  // (size, offset)
+  void index_free(const arena_block& b);
+  void unindex_free(const arena_block& b) noexcept;
+  // Merges the free blocks [first, last], none of them in the index, into
+  // one, and indexes it; returns first.
+  std::size_t merge_unindexed(std::size_t first, std::size_t last);
+
   std::size_t capacity_;
   std::vector<arena_block> blocks_;
+  std::set<free_key> free_;  // every free block
+  std::size_t free_bytes_ = 0;
 };
 
 }  // namespace dao::detail

@@ -14,7 +14,6 @@
 #include "tiered/tier_memory.hpp"
 #include "tiered/transfers.hpp"
 #include "tiered/unlocked.hpp"
-#include "util/cpu_relax.hpp"
 #include "util/raw_enum.hpp"
 #include "util/format.hpp"
 
@@ -44,7 +43,6 @@ void executor::stop() noexcept {
   {
     std::lock_guard<std::mutex> lock(mu_);
     stopping_ = true;
-    stopping_requested_.store(true);
   }
   work_cv_.notify_all();
   if (thread_.joinable()) thread_.join();
@@ -61,12 +59,11 @@ std::unique_ptr<tiered_op> executor::take_op() {
   return o;
 }
 
-// Counts the op and wakes the thread if it sleeps. A spinning thread sees
-// pushed_ change and needs no system call.
+// Counts the op and wakes the thread if it sleeps.
 void executor::enqueue(tiered_op* o) {
   queue_.push_back(o);
+  if (queue_.size() > peak_queue_) peak_queue_ = queue_.size();
   ++ops_submitted_;
-  pushed_.store(ops_submitted_, std::memory_order_release);
   if (executor_idle_) work_cv_.notify_one();
 }
 
@@ -111,6 +108,10 @@ void executor::run() noexcept {
           o->status = DAO_ERR_INVALID_STATE;
           o->message = "dao_tensor_read: the tiered pool has failed: " + fail_message_;
         }
+        if (o->what == tiered_op::kind::trim) {
+          o->status = DAO_ERR_INVALID_STATE;
+          o->message = "dao_tiered_trim: the tiered pool has failed: " + fail_message_;
+        }
         if (o->what == tiered_op::kind::write && o->staging != nullptr) {
           memory_.host_free(o->staging, o->tensor->bytes);
           o->staging = nullptr;
@@ -126,19 +127,11 @@ void executor::run() noexcept {
   }
 }
 
-// The queue is empty (mu_ held by `lock`). A submitting thread usually sends
-// the next op within microseconds: spin for up to kSpinWait first, so that
-// neither side pays a futex wake and a context switch per op, then sleep.
+// The queue is empty (mu_ held by `lock`): sleep until an op is queued. No
+// spinning (issue 21): on a loaded machine a spinning executor took the
+// core the submitting thread needed; a submitter that runs ahead (the usual
+// case) finds the executor busy and wakes nobody.
 void executor::await_work(std::unique_lock<std::mutex>& lock) {
-  constexpr auto kSpinWait = std::chrono::microseconds(50);
-  const std::uint64_t seen = ops_submitted_;
-  lock.unlock();
-  const auto until = steady::now() + kSpinWait;
-  for (unsigned i = 1; pushed_.load(std::memory_order_acquire) == seen; ++i) {
-    cpu_relax();
-    if (i % 64 == 0 && (steady::now() >= until || stopping_requested_.load())) break;
-  }
-  lock.lock();
   while (queue_.empty() && !stopping_) {
     executor_idle_ = true;
     work_cv_.wait(lock);
@@ -155,7 +148,12 @@ void executor::finish(tiered_op* o) {
 }
 
 void executor::recycle_op(tiered_op* o) noexcept {
-  constexpr std::size_t kSpareOps = 256;
+  // As many ops are kept for reuse as the queue has held at once (at least
+  // 256, at most 65536, about 16 MiB with their lists): a program that
+  // submits a step ahead and then waits allocates nothing per kernel from
+  // its second step on (issue 21), and ops made by releases (which always
+  // make their own) do not pile up.
+  constexpr std::size_t kSpareOps = 65536;
   o->what = tiered_op::kind::kernel;
   o->t = o->seq = 0;
   o->fn = nullptr;
@@ -168,7 +166,8 @@ void executor::recycle_op(tiered_op* o) noexcept {
   o->dst = nullptr;
   o->status = DAO_OK;
   o->message.clear();
-  if (spare_ops_.size() < kSpareOps) {
+  const std::size_t keep = std::min(kSpareOps, std::max<std::size_t>(256, peak_queue_));
+  if (spare_ops_.size() < keep) {
     try {
       spare_ops_.emplace_back(o);
       return;
@@ -188,6 +187,10 @@ void executor::discard(tiered_op& o) {
       if (o.staging != nullptr) memory_.host_free(o.staging, o.tensor->bytes);
       o.staging = nullptr;
       break;
+    case tiered_op::kind::trim:
+      o.status = DAO_ERR_INVALID_STATE;
+      o.message = "dao_tiered_trim: the tiered pool has failed: " + fail_message_;
+      break;
     default: break;
   }
 }
@@ -204,6 +207,7 @@ void executor::process(tiered_op& o, std::unique_lock<std::mutex>& lock) {
     case tiered_op::kind::write: run_write(o, lock); break;
     case tiered_op::kind::read: run_read(o, lock); break;
     case tiered_op::kind::release: run_release(*o.tensor); break;
+    case tiered_op::kind::trim: run_trim(o, lock); break;
   }
 }
 
@@ -237,12 +241,30 @@ void executor::prefetch_after() {
   }
 }
 
+void executor::run_trim(tiered_op& o, std::unique_lock<std::mutex>& lock) {
+  std::string failure;
+  try {
+    if (!placement_.trim(lock, failure)) {
+      o.status = DAO_ERR_OUT_OF_MEMORY;
+      o.message = failure;
+    }
+  } catch (const error& e) {
+    o.status = e.status();
+    o.message = strprintf("dao_tiered_trim: %s; the tensors moved so far are on the host tier, "
+                          "the others on the device",
+                          e.what());
+  }
+}
+
 void executor::run_kernel(tiered_op& o, std::unique_lock<std::mutex>& lock) {
   const std::uint64_t now = o.t;
+  // After dao_tiered_trim: the device range is taken again (throws
+  // out_of_memory, which fails the pool, if the device has no room now).
+  if (!memory_.device_held()) memory_.acquire_device();
   for (tiered_tensor* t : o.distinct) {
     if (t->prefetched) {
       t->prefetched = false;
-      if (t->resident && (t->transit == nullptr || t->transit->query())) {
+      if (t->resident && copies_.arrived(*t)) {
         ++stats_.prefetches_in_time;
       }
     }
@@ -270,7 +292,7 @@ void executor::run_kernel(tiered_op& o, std::unique_lock<std::mutex>& lock) {
     }
     return;
   }
-  const transfers::fence fence = copies_.fence_kernel();
+  const transfers::fence fence = copies_.fence_kernel(o.distinct);
   // Reused from kernel to kernel (only the executor touches them): no heap
   // allocation per kernel once they have grown.
   std::vector<void*>& in_ptrs = in_ptrs_;
@@ -285,13 +307,12 @@ void executor::run_kernel(tiered_op& o, std::unique_lock<std::mutex>& lock) {
   // outside the enumerators as a dao_status would be undefined in C++, so it
   // is stored as returned and read back as bytes (raw_enum), never loaded.
   int status = DAO_OK;
-  std::uint64_t stall = 0;
+  std::uint64_t kernel_ns = 0;
   {
     unlocked u(lock);
-    const auto t0 = steady::now();
+    // Timed by transfers: the pool's stall_ns.
     copies_.wait_fence(fence);
-    stall = static_cast<std::uint64_t>(
-        std::chrono::duration_cast<std::chrono::nanoseconds>(steady::now() - t0).count());
+    const auto t0 = steady::now();
     // Marked as this pool's kernel (owner: the executor), so that calls
     // that would wait for it refuse (tiered_pool::refuse_reentry).
     const callback_scope scope(callback_scope::kind::kernel, this, copies_.compute_handle());
@@ -299,8 +320,10 @@ void executor::run_kernel(tiered_op& o, std::unique_lock<std::mutex>& lock) {
                                      out_ptrs.size(), copies_.compute_handle());
     status = raw_enum(returned);
     copies_.synchronize_compute();
+    kernel_ns = static_cast<std::uint64_t>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(steady::now() - t0).count());
   }
-  stats_.stall_ns += stall;
+  kernel_ns_ += kernel_ns;
   ++stats_.kernels_run;
   unpin();
   for (tiered_tensor* t : o.outputs) t->host_valid = false;

@@ -36,7 +36,7 @@ class transfers;
 
 // One queued operation, as a submitter fills it in.
 struct tiered_op {
-  enum class kind { kernel, write, read, release };
+  enum class kind { kernel, write, read, release, trim };
   kind what = kind::kernel;
   std::uint64_t t = 0;
   std::uint64_t seq = 0;  // kernel submission number (1-based)
@@ -46,7 +46,7 @@ struct tiered_op {
   tiered_tensor* tensor = nullptr;  // write / read / release
   void* staging = nullptr;          // write: the host buffer holding src
   void* dst = nullptr;              // read
-  bool caller_owned = false;        // read: lives on the caller's stack
+  bool caller_owned = false;        // read, trim: lives on the caller's stack
   bool done = false;
   dao_status status = DAO_OK;
   std::string message;
@@ -89,6 +89,8 @@ class executor {
   // callback of this pool (no mutex needed).
   bool on_worker() const noexcept { return std::this_thread::get_id() == thread_.get_id(); }
   const std::string& fail_message() const noexcept { return fail_message_; }
+  // Nanoseconds spent in kernels (with their compute stream's work).
+  std::uint64_t kernel_ns() const noexcept { return kernel_ns_; }
 
  private:
   // The thread (all with the mutex held unless said otherwise).
@@ -98,6 +100,7 @@ class executor {
   void run_kernel(tiered_op& o, std::unique_lock<std::mutex>& lock);
   void run_write(tiered_op& o, std::unique_lock<std::mutex>& lock);
   void run_read(tiered_op& o, std::unique_lock<std::mutex>& lock);
+  void run_trim(tiered_op& o, std::unique_lock<std::mutex>& lock);
   void copy_out(tiered_op& o, std::unique_lock<std::mutex>& lock);
   void prefetch_after();
   void discard(tiered_op& o);
@@ -121,16 +124,16 @@ class executor {
   std::condition_variable work_cv_;  // the thread waits for work
   std::condition_variable done_cv_;  // wait_done / wait_drained wait for progress
   std::deque<tiered_op*> queue_;
+  std::size_t peak_queue_ = 0;  // the most ops queued at once
   std::uint64_t ops_submitted_ = 0;
   std::uint64_t ops_completed_ = 0;
-  std::atomic<std::uint64_t> pushed_{0};  // ops_submitted_, read by the spinning thread
-  std::atomic<bool> stopping_requested_{false};
   bool executor_idle_ = false;                         // the thread sleeps on work_cv_
   std::uint64_t wake_at_ = UINT64_MAX;                 // ops_completed_ that a waiter needs
   std::vector<void*> in_ptrs_, out_ptrs_;              // the thread's, for each kernel's pointers
   std::vector<std::unique_ptr<tiered_op>> spare_ops_;  // finished ops, for reuse
   bool stopping_ = false;
   bool failed_ = false;
+  std::uint64_t kernel_ns_ = 0;
   std::string fail_message_;
 
   std::thread thread_;  // last: started once everything above exists

@@ -54,6 +54,7 @@ bool placement::host_room_for(std::size_t bytes, bool may_fail, const tiered_ten
 }
 
 void placement::evict(tiered_tensor& t) {
+  copies_.note_vacated(t);
   if (needs_copy(t)) {
     if (t.host == nullptr) t.host = memory_.host_allocate(t.bytes);
     copies_.copy_to_host(t, device_ptr(t));
@@ -341,6 +342,36 @@ void placement::free_memory(tiered_tensor& t) {
   }
   t.host_valid = false;
   t.prefetched = false;
+}
+
+bool placement::trim(std::unique_lock<std::mutex>& lock, std::string& failure) {
+  std::vector<tiered_tensor*> resident;
+  std::size_t host_need = 0;
+  for (const arena_block& b : arena_.blocks()) {
+    if (b.owner == nullptr) continue;
+    resident.push_back(b.owner);
+    if (needs_copy(*b.owner) && b.owner->host == nullptr) host_need += b.owner->bytes;
+  }
+  if (!resident.empty()) {
+    if (!memory_.host_fits(host_need)) {
+      failure = strprintf(
+          "dao_tiered_trim: the host tier has no room for the %zu bytes of tensors that live on "
+          "the device alone (it holds %llu of its host_budget of %zu bytes); nothing was moved",
+          host_need, static_cast<unsigned long long>(stats_.host_bytes), memory_.host_budget());
+      return false;
+    }
+    for (tiered_tensor* t : resident) {
+      evict(*t);  // may throw (host memory): what moved is on the host, consistent
+      arena_.release(t->offset);
+    }
+  }
+  {
+    // The evictions read the range that is given back.
+    unlocked u(lock);
+    copies_.wait_copies();
+  }
+  memory_.release_device();
+  return true;
 }
 
 }  // namespace dao::detail

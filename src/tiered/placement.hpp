@@ -63,6 +63,12 @@ class placement {
   // Frees `t`'s memory in both tiers (once no copy uses it).
   void free_memory(tiered_tensor& t);
 
+  // dao_tiered_trim: moves every resident tensor to the host tier (copying
+  // those whose host copy is stale), waits for the copies and gives the
+  // device range back. Returns false with `failure` set, nothing moved, when
+  // the host tier has no room for the copies (host_budget).
+  bool trim(std::unique_lock<std::mutex>& lock, std::string& failure);
+
  private:
   using evictable_fn = std::function<bool(const tiered_tensor*)>;
 

@@ -48,6 +48,12 @@ struct tiered_tensor {
   bool pinned = false;                               // used by the kernel being prepared
   bool prefetched = false;                           // fetched ahead, not yet used
   std::unique_ptr<dao::detail::event_impl> transit;  // after its last copy
+  // Staged copies: the lane (link_dir) and job number of its last copy, -1
+  // and 0 when it had none (or it was not staged).
+  int staged_dir = -1;
+  std::uint64_t staged_job = 0;
+  // Not staged: whether `transit` was last recorded after a fetch.
+  bool transit_to_device = false;
 
   // The pool's list of free records (tensor_records.hpp), once reclaimed.
   tiered_tensor* next_free = nullptr;

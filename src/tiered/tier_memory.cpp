@@ -18,7 +18,7 @@ strategy& allocator_for(dao_place place) { return internal_place_strategy(place)
 
 tier_memory::tier_memory(dao_place device, dao_place host, std::size_t device_budget,
                          std::size_t host_budget, dao_tiered_stats& stats)
-    : host_budget_(host_budget), stats_(stats) {
+    : device_budget_(device_budget), host_budget_(host_budget), stats_(stats) {
   device_resource_ = &resource_for(device);
   resource_for(host);
   device_ = device_resource_->place();
@@ -26,11 +26,20 @@ tier_memory::tier_memory(dao_place device, dao_place host, std::size_t device_bu
   device_base_ = allocator_for(device_).allocate(device_budget, nullptr);
 }
 
-tier_memory::~tier_memory() {
+tier_memory::~tier_memory() { release_device(); }
+
+void tier_memory::release_device() noexcept {
+  if (device_base_ == nullptr) return;
   try {
     allocator_for(device_).deallocate(device_base_);
   } catch (...) {
   }
+  device_base_ = nullptr;
+}
+
+void tier_memory::acquire_device() {
+  if (device_base_ != nullptr) return;
+  device_base_ = allocator_for(device_).allocate(device_budget_, nullptr);
 }
 
 void* tier_memory::host_allocate(std::size_t bytes) {
@@ -54,6 +63,26 @@ void tier_memory::host_reserve(std::size_t bytes) noexcept {
 
 void* tier_memory::host_allocate_reserved(std::size_t bytes) const {
   return allocator_for(host_).allocate(bytes, nullptr);
+}
+
+namespace {
+
+dao_place staging_place(dao_place device) noexcept {
+  return raw_kind(device.kind) == DAO_PLACE_CUDA ? dao_place_cuda_pinned() : dao_place_cpu();
+}
+
+}  // namespace
+
+void* tier_memory::staging_allocate(std::size_t bytes) const {
+  return allocator_for(staging_place(device_)).allocate(bytes, nullptr);
+}
+
+void tier_memory::staging_free(void* p) const noexcept {
+  if (p == nullptr) return;
+  try {
+    allocator_for(staging_place(device_)).deallocate(p);
+  } catch (...) {
+  }
 }
 
 }  // namespace dao::detail

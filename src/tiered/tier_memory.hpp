@@ -34,6 +34,12 @@ class tier_memory {
   void* device_ptr(std::size_t offset) const noexcept {
     return static_cast<char*>(device_base_) + offset;
   }
+  // dao_tiered_trim: gives the device range back to the place's allocator
+  // (nothing may be resident), and takes it again when a kernel needs it
+  // (throws out_of_memory if the device has no room now). Executor only.
+  bool device_held() const noexcept { return device_base_ != nullptr; }
+  void release_device() noexcept;
+  void acquire_device();
 
   // --- host tier: with the pool's mutex held unless said otherwise ---
   std::size_t host_budget() const noexcept { return host_budget_; }
@@ -52,11 +58,18 @@ class tier_memory {
   // A buffer whose bytes were reserved. Needs no mutex.
   void* host_allocate_reserved(std::size_t bytes) const;
 
+  // A staging buffer of a pageable host tier: pinned host memory for a CUDA
+  // device, host memory for a SIM one (its link model treats it as pinned).
+  // Not counted in the host tier. Needs no mutex.
+  void* staging_allocate(std::size_t bytes) const;
+  void staging_free(void* p) const noexcept;
+
  private:
   dao_place device_{};
   dao_place host_{};
   system_resource* device_resource_ = nullptr;
   void* device_base_ = nullptr;
+  std::size_t device_budget_ = 0;
   std::size_t host_budget_ = 0;
   dao_tiered_stats& stats_;
 };

@@ -16,13 +16,13 @@ namespace dao::detail {
 namespace {
 
 // "16GB/s", "25GiB/s", "500MB/s", "1e9B/s", "1000000" (bytes per second).
-double parse_bandwidth(const std::string& text, const std::string& context) {
+double parse_bandwidth(const std::string& text, const std::string& context, const char* key) {
   std::string s(trim_spaces(text));
   auto bad = [&] {
-    return invalid_argument(strprintf(
-        "%s: link_bandwidth='%s' is not a bandwidth (expected a positive number with a unit "
-        "per second, for example 16GB/s, 25GiB/s or 500MB/s)",
-        context.c_str(), text.c_str()));
+    return invalid_argument(
+        strprintf("%s: %s='%s' is not a bandwidth (expected a positive number with a unit "
+                  "per second, for example 16GB/s, 25GiB/s or 500MB/s)",
+                  context.c_str(), key, text.c_str()));
   };
   if (s.size() >= 2 && s.compare(s.size() - 2, 2, "/s") == 0) s.resize(s.size() - 2);
   const char* begin = s.c_str();
@@ -51,8 +51,8 @@ double parse_bandwidth(const std::string& text, const std::string& context) {
     // that slow (the issue 20 defect: 1e-300 overflowed a duration).
     const double bytes_per_second = number * r.factor;
     if (!(bytes_per_second >= 1) || !std::isfinite(bytes_per_second)) {
-      throw invalid_argument(strprintf("%s: link_bandwidth='%s' is out of range (at least 1 B/s)",
-                                       context.c_str(), text.c_str()));
+      throw invalid_argument(strprintf("%s: %s='%s' is out of range (at least 1 B/s)",
+                                       context.c_str(), key, text.c_str()));
     }
     return bytes_per_second;
   }
@@ -80,11 +80,61 @@ tiered_options tiered_options::parse(const char* config_text, bool sim_device) {
   if (auto p = cfg.take_string("policy")) o.policy = parse_policy(*p, context);
   if (auto p = cfg.take_string("prefetch")) o.prefetch = parse_count(*p, context, "prefetch");
   if (auto h = cfg.take_size("host_budget")) o.host_budget = *h;
-  if (auto b = cfg.take_string("link_bandwidth")) o.bandwidth = parse_bandwidth(*b, context);
-  cfg.reject_unknown({"policy", "prefetch", "host_budget", "link_bandwidth"});
-  if (o.bandwidth > 0 && !sim_device) {
-    throw invalid_argument(
-        "tiered config: link_bandwidth applies to SIM devices only (a real link has its own)");
+  if (auto b = cfg.take_string("link_bandwidth")) {
+    o.bandwidth = parse_bandwidth(*b, context, "link_bandwidth");
+    o.bandwidth_given = true;
+  }
+  if (auto b = cfg.take_string("pageable_to_device")) {
+    o.pageable_to_device = parse_bandwidth(*b, context, "pageable_to_device");
+    o.pageable_to_device_given = true;
+  }
+  if (auto b = cfg.take_string("pageable_to_host")) {
+    o.pageable_to_host = parse_bandwidth(*b, context, "pageable_to_host");
+    o.pageable_to_host_given = true;
+  }
+  bool sim_host_given = false;
+  if (auto h = cfg.take_string("sim_host")) {
+    sim_host_given = true;
+    if (*h == "pinned") {
+      o.sim_host_pinned = true;
+    } else if (*h != "pageable") {
+      throw invalid_argument(strprintf("%s: sim_host='%s' is unknown (expected pageable or pinned)",
+                                       context.c_str(), h->c_str()));
+    }
+  }
+  if (auto p = cfg.take_string("staging_buffers")) {
+    o.staging_buffers = parse_count(*p, context, "staging_buffers");
+    if (o.staging_buffers > kMaxStagingBuffers) {
+      throw invalid_argument(strprintf("%s: staging_buffers=%zu is more than %zu", context.c_str(),
+                                       o.staging_buffers, kMaxStagingBuffers));
+    }
+  }
+  if (auto c = cfg.take_size("staging_chunk")) {
+    if (*c < kMinStagingChunk || *c > kMaxStagingChunk) {
+      throw invalid_argument(
+          strprintf("%s: staging_chunk=%zu is out of range (%zu to %zu bytes, for example 4MiB)",
+                    context.c_str(), *c, kMinStagingChunk, kMaxStagingChunk));
+    }
+    o.staging_chunk = *c;
+  }
+  if (o.staging_buffers * o.staging_chunk > kMaxStagingBytes) {
+    throw invalid_argument(strprintf(
+        "%s: staging_buffers=%zu of staging_chunk=%zu bytes is more than %zu bytes of pinned "
+        "staging per direction",
+        context.c_str(), o.staging_buffers, o.staging_chunk, kMaxStagingBytes));
+  }
+  cfg.reject_unknown({"policy", "prefetch", "host_budget", "link_bandwidth", "pageable_to_device",
+                      "pageable_to_host", "sim_host", "staging_buffers", "staging_chunk"});
+  if (!sim_device) {
+    const char* key = o.bandwidth_given            ? "link_bandwidth"
+                      : o.pageable_to_device_given ? "pageable_to_device"
+                      : o.pageable_to_host_given   ? "pageable_to_host"
+                      : sim_host_given             ? "sim_host"
+                                                   : nullptr;
+    if (key != nullptr) {
+      throw invalid_argument(strprintf(
+          "tiered config: %s applies to SIM devices only (a real link has its own)", key));
+    }
   }
   return o;
 }

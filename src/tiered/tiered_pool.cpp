@@ -7,6 +7,8 @@
 
 #include "core/callback_scope.hpp"
 #include "core/error.hpp"
+#include "resource/sim.hpp"
+#include "resource/sim_costs.hpp"
 #include "resource/system_resource.hpp"
 #include "util/format.hpp"
 
@@ -35,6 +37,25 @@ tiered_options checked_options(dao_place device, dao_place host, std::size_t dev
   return tiered_options::parse(config_text, dk == DAO_PLACE_SIM);
 }
 
+// How copies between the tiers are made (SIM: and how long they take: the
+// config's rates, else those of the SIM cost profile, else not modelled).
+link_model link_for(const tiered_options& o, dao_place device, dao_place host) {
+  link_model m;
+  const bool sim = raw_kind(device.kind) == DAO_PLACE_SIM;
+  m.host_pageable = sim ? !o.sim_host_pinned : raw_kind(host.kind) == DAO_PLACE_CPU;
+  m.staging_buffers = o.staging_buffers;
+  m.staging_chunk = o.staging_chunk;
+  if (sim) {
+    const sim_profile& profile = sim_current_profile();
+    m.pinned_bytes_per_s = o.bandwidth_given ? o.bandwidth : profile.pinned_gbs * 1e9;
+    m.pageable_bytes_per_s[kToDevice] =
+        o.pageable_to_device_given ? o.pageable_to_device : profile.to_device_gbs * 1e9;
+    m.pageable_bytes_per_s[kToHost] =
+        o.pageable_to_host_given ? o.pageable_to_host : profile.to_host_gbs * 1e9;
+  }
+  return m;
+}
+
 }  // namespace
 
 // --- creation and destruction ----------------------------------------------
@@ -44,7 +65,8 @@ tiered_pool::tiered_pool(dao_place device, dao_place host, std::size_t device_bu
     : options_(checked_options(device, host, device_budget, config_text)),
       scorer_{options_.policy, nullptr, nullptr},
       memory_(device, host, device_budget, options_.host_budget, stats_),
-      copies_(memory_.device_resource(), memory_.device_place(), options_.bandwidth),
+      copies_(memory_.device_resource(), memory_.device_place(), link_for(options_, device, host),
+              memory_),
       placement_(device_budget, scorer_, memory_, copies_, stats_),
       executor_(mu_, placement_, copies_, memory_, records_, stats_, options_.prefetch) {}
 
@@ -156,7 +178,7 @@ void tiered_pool::write(tiered_tensor& t, const void* src, std::size_t bytes) {
   try {
     check_tensor(&t, "dao_tensor_write", "tensor");
     require_not_failed("dao_tensor_write");
-    o = std::make_unique<tiered_op>();
+    o = executor_.take_op();
     o->what = tiered_op::kind::write;
     o->tensor = &t;
     o->staging = staging;
@@ -235,7 +257,7 @@ dao_tensor_state tiered_pool::state(const tiered_tensor& t) {
   std::lock_guard<std::mutex> lock(mu_);
   check_tensor(&t, "dao_tensor_get_state", "tensor");
   if (!t.resident && !t.host_valid) return DAO_TENSOR_UNINITIALIZED;
-  if (t.transit != nullptr && !t.transit->query()) return DAO_TENSOR_IN_TRANSIT;
+  if (!copies_.arrived(t)) return DAO_TENSOR_IN_TRANSIT;
   return t.resident ? DAO_TENSOR_ON_DEVICE : DAO_TENSOR_ON_HOST;
 }
 
@@ -243,6 +265,8 @@ void tiered_pool::release(tiered_tensor& t) {
   refuse_in_scoring("dao_tensor_release");
   std::lock_guard<std::mutex> lock(mu_);
   check_tensor(&t, "dao_tensor_release", "tensor");
+  // A new op (the release's own record, issue 20: its allocation may fail,
+  // and then nothing changed); the executor keeps it for reuse by kernels.
   auto o = std::make_unique<tiered_op>();
   o->what = tiered_op::kind::release;
   o->tensor = &t;
@@ -320,6 +344,19 @@ void tiered_pool::synchronize() {
   }
 }
 
+void tiered_pool::trim() {
+  refuse_on_executor("dao_tiered_trim");
+  std::unique_lock<std::mutex> lock(mu_);
+  require_not_failed("dao_tiered_trim");
+  tiered_op o;
+  o.what = tiered_op::kind::trim;
+  o.caller_owned = true;
+  executor_.enqueue(&o);  // may throw: nothing queued then
+  o.t = clock_;           // uses no tensor: it does not advance the clock
+  executor_.wait_done(lock, o);
+  if (o.status != DAO_OK) throw error(o.status, o.message);
+}
+
 std::size_t tiered_pool::record_count() const {
   std::lock_guard<std::mutex> lock(mu_);
   return records_.size();
@@ -329,6 +366,34 @@ void tiered_pool::read_stats(dao_tiered_stats& out) {
   refuse_in_scoring("dao_tiered_get_stats");
   std::lock_guard<std::mutex> lock(mu_);
   out = stats_;
+  out.stall_ns = copies_.waited_ns();
+}
+
+void tiered_pool::read_link_stats(dao_tiered_link_stats& out) {
+  refuse_in_scoring("dao_tiered_get_link_stats");
+  std::lock_guard<std::mutex> lock(mu_);
+  const link_clock::reading times = copies_.copy_times();
+  out.bytes_to_device = stats_.bytes_fetched;
+  out.bytes_to_host = stats_.bytes_evicted;
+  out.copies_to_device = stats_.fetches;
+  out.copies_to_host = stats_.evictions;
+  out.copy_ns_to_device = times.busy_ns[kToDevice];
+  out.copy_ns_to_host = times.busy_ns[kToHost];
+  out.copy_ns = times.any_ns;
+  out.stall_ns = copies_.waited_ns();
+  out.kernel_ns = executor_.kernel_ns();
+  out.hidden_ns = out.copy_ns > out.stall_ns ? out.copy_ns - out.stall_ns : 0;
+  auto rate = [](std::uint64_t bytes, std::uint64_t ns) -> std::uint64_t {
+    return ns > 0 ? static_cast<std::uint64_t>(static_cast<double>(bytes) * 1e9 /
+                                               static_cast<double>(ns))
+                  : 0;
+  };
+  out.to_device_bytes_per_s = rate(out.bytes_to_device, out.copy_ns_to_device);
+  out.to_host_bytes_per_s = rate(out.bytes_to_host, out.copy_ns_to_host);
+  out.staged_bytes = copies_.staged_bytes();
+  out.staging_bytes = copies_.staging_bytes();
+  out.host_pageable = copies_.link().host_pageable ? 1 : 0;
+  out.staged = copies_.link().staged() ? 1 : 0;
 }
 
 }  // namespace dao::detail

@@ -49,7 +49,9 @@ class tiered_pool {
   void submit(dao_kernel_fn fn, void* user_data, tiered_tensor* const* inputs,
               std::size_t input_count, tiered_tensor* const* outputs, std::size_t output_count);
   void synchronize();
+  void trim();
   void read_stats(dao_tiered_stats& out);
+  void read_link_stats(dao_tiered_link_stats& out);
   // Throws invalid_state when `function` would wait for ever: called from a
   // scoring callback of any pool, from a kernel of this pool (it would wait
   // for that kernel), or from a host function on one of this pool's streams

@@ -7,31 +7,15 @@
 #include <cstring>
 #include <thread>
 
+#include "core/error.hpp"
 #include "resource/system_resource.hpp"
 #include "tiered/tensor.hpp"
+#include "tiered/tier_memory.hpp"
 
 namespace dao::detail {
 namespace {
 
 using steady = std::chrono::steady_clock;
-
-struct throttle_task {
-  steady::time_point start;
-  double seconds = 0;
-};
-
-void throttle_start(void* p) { static_cast<throttle_task*>(p)->start = steady::now(); }
-
-void throttle_finish(void* p) {
-  auto* task = static_cast<throttle_task*>(p);
-  // At most a year per copy: a longer wait would overflow the clock.
-  constexpr double kMaxSeconds = 365.0 * 24 * 3600;
-  const double seconds = task->seconds < kMaxSeconds ? task->seconds : kMaxSeconds;
-  const auto until = task->start + std::chrono::duration_cast<steady::duration>(
-                                       std::chrono::duration<double>(seconds));
-  std::this_thread::sleep_until(until);
-  delete task;
-}
 
 stream_object* make_stream(system_resource& resource, dao_place place) {
   auto s = std::make_unique<stream_object>();
@@ -52,15 +36,42 @@ void destroy_stream(stream_object*& s) noexcept {
 
 }  // namespace
 
-transfers::transfers(system_resource& device, dao_place place, double bandwidth)
-    : device_(device), bandwidth_(bandwidth) {
+transfers::transfers(system_resource& device, dao_place place, const link_model& link,
+                     tier_memory& memory)
+    : device_(device), memory_(memory), link_(link) {
   try {
     compute_ = make_stream(device_, place);
     h2d_ = make_stream(device_, place);
     d2h_ = make_stream(device_, place);
-    h2d_ready_ = device_.create_event();
     d2h_ready_ = device_.create_event();
     d2h_order_ = device_.create_event();
+    h2d_barrier_ = device_.create_event();
+    if (link_.staged()) {
+      const std::size_t n = link_.staging_buffers;
+      staging_.reserve(2 * n);
+      staging_events_.reserve(2 * n);
+      for (std::size_t i = 0; i < 2 * n; ++i) {
+        staging_.push_back(memory_.staging_allocate(link_.staging_chunk));
+        staging_bytes_ += link_.staging_chunk;
+        staging_events_.push_back(device_.create_event());
+      }
+      for (int dir : {kToHost, kToDevice}) {  // the lane to the device uses the other
+        staging_lane::params p;
+        p.dir = dir;
+        p.stream = dir == kToDevice ? h2d_->impl.get() : d2h_->impl.get();
+        for (std::size_t i = 0; i < n; ++i) {
+          const std::size_t k = static_cast<std::size_t>(dir) * n + i;
+          p.buffers.push_back(staging_[k]);
+          p.events.push_back(staging_events_[k].get());
+        }
+        p.chunk = link_.staging_chunk;
+        p.dma_bytes_per_s = link_.pinned_bytes_per_s;
+        p.memcpy_bytes_per_s = link_.pageable_bytes_per_s[dir];
+        p.evictions = to_host_.get();
+        p.clock = &clock_;
+        (dir == kToDevice ? to_device_ : to_host_) = std::make_unique<staging_lane>(std::move(p));
+      }
+    }
   } catch (...) {
     close();
     throw;
@@ -68,43 +79,92 @@ transfers::transfers(system_resource& device, dao_place place, double bandwidth)
 }
 
 void transfers::close() noexcept {
+  // The lanes first (they finish their jobs on the streams), then the streams.
+  to_device_.reset();
+  to_host_.reset();
   destroy_stream(compute_);
   destroy_stream(h2d_);
   destroy_stream(d2h_);
+  for (void* p : staging_) memory_.staging_free(p);
+  staging_.clear();
 }
 
-void transfers::throttled_copy(stream_impl& s, void* dst, const void* src, std::size_t bytes) {
-  if (bandwidth_ <= 0) {
-    s.copy(dst, src, bytes);
-    return;
+void transfers::add_waited(steady::time_point since) noexcept {
+  const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(steady::now() - since);
+  if (ns.count() > 0) {
+    waited_ns_.fetch_add(static_cast<std::uint64_t>(ns.count()), std::memory_order_relaxed);
   }
-  auto task = std::make_unique<throttle_task>();
-  task->seconds = static_cast<double>(bytes) / bandwidth_;
-  s.launch_host_func(throttle_start, task.get());
-  s.copy(dst, src, bytes);
-  s.launch_host_func(throttle_finish, task.get());
-  task.release();  // throttle_finish deletes it
+}
+
+void transfers::direct_copy(stream_impl& s, void* dst, const void* src, std::size_t bytes,
+                            int dir) {
+  const double pageable = link_.pageable_bytes_per_s[dir];
+  const auto t0 = steady::now();
+  if (link_.host_pageable && pageable > 0) {
+    // A pageable copy (SIM model): the caller is blocked until it is done.
+    clock_.begin(dir);
+    try {
+      s.copy(dst, src, bytes);
+      s.synchronize();
+      throttle_until(t0, bytes, pageable);
+    } catch (...) {
+      clock_.end(dir);
+      add_waited(t0);
+      throw;
+    }
+    clock_.end(dir);
+  } else {
+    enqueue_link_copy(s, dst, src, bytes, link_.pinned_bytes_per_s, &clock_, dir);
+  }
+  // A CUDA copy from pageable memory returns once the driver has staged it:
+  // time the caller spends here is time it waited for the copy.
+  add_waited(t0);
+}
+
+bool transfers::arrived(const tiered_tensor& t) {
+  if (t.staged_dir >= 0) {
+    return (t.staged_dir == kToDevice ? to_device_ : to_host_)->is_done(t.staged_job);
+  }
+  return t.transit == nullptr || t.transit->query();
 }
 
 void transfers::copy_to_host(tiered_tensor& t, const void* device_src) {
-  throttled_copy(d2h(), t.host, device_src, t.bytes);
+  if (link_.staged()) {
+    t.staged_job = to_host_->submit(t.host, device_src, t.bytes, 0, 0);
+    t.staged_dir = kToHost;
+    staged_bytes_.fetch_add(t.bytes, std::memory_order_relaxed);
+    return;
+  }
+  direct_copy(d2h(), t.host, device_src, t.bytes, kToHost);
   if (t.transit == nullptr) t.transit = device_.create_event();
   d2h().record(*t.transit);
+  t.staged_dir = -1;
+  t.transit_to_device = false;
   d2h_unwaited_ = true;
   d2h_unordered_ = true;
 }
 
 void transfers::copy_to_device(tiered_tensor& t, void* device_dst) {
+  if (link_.staged()) {
+    // After the device reads of every eviction so far (it may land where
+    // they read), and after the eviction that wrote its host buffer.
+    const std::uint64_t own = t.staged_dir == kToHost ? t.staged_job : 0;
+    t.staged_job = to_device_->submit(device_dst, t.host, t.bytes, to_host_->submitted(), own);
+    t.staged_dir = kToDevice;
+    staged_bytes_.fetch_add(t.bytes, std::memory_order_relaxed);
+    return;
+  }
   if (d2h_unordered_) {
     // The fetch may land where an eviction is still reading.
     d2h().record(*d2h_order_);
     h2d().wait(*d2h_order_);
     d2h_unordered_ = false;
   }
-  throttled_copy(h2d(), device_dst, t.host, t.bytes);
+  direct_copy(h2d(), device_dst, t.host, t.bytes, kToDevice);
   if (t.transit == nullptr) t.transit = device_.create_event();
   h2d().record(*t.transit);
-  h2d_unwaited_ = true;
+  t.staged_dir = -1;
+  t.transit_to_device = true;
 }
 
 void transfers::slide(void* base, std::size_t from, std::size_t to, std::size_t bytes) {
@@ -117,25 +177,61 @@ void transfers::slide(void* base, std::size_t from, std::size_t to, std::size_t 
   }
 }
 
+void transfers::drain_lanes() {
+  if (!link_.staged()) return;
+  to_host_->drain();
+  to_device_->drain();
+}
+
 void transfers::wait_copies() {
+  const auto t0 = steady::now();
+  drain_lanes();
   d2h().synchronize();
   h2d().synchronize();
   d2h_unordered_ = false;
+  add_waited(t0);
 }
 
 void transfers::settle_copies() {
+  const auto t0 = steady::now();
+  drain_lanes();
   if (!d2h().query()) d2h().synchronize();
   if (!h2d().query()) h2d().synchronize();
+  add_waited(t0);
 }
 
-transfers::fence transfers::fence_kernel() {
-  fence f;
-  f.h2d = h2d_unwaited_;
-  f.d2h = d2h_unwaited_;
-  if (f.h2d) {
-    h2d().record(*h2d_ready_);
-    h2d_unwaited_ = false;
+void transfers::note_vacated(const tiered_tensor& t) {
+  if (t.staged_dir == kToDevice) {
+    if (!to_device_->is_done(t.staged_job)) {
+      barrier_h2d_job_ = std::max(barrier_h2d_job_, t.staged_job);
+    }
+  } else if (t.transit_to_device && t.transit != nullptr && !t.transit->query()) {
+    h2d().record(*h2d_barrier_);  // after every fetch so far, that one included
+    barrier_pending_ = true;
   }
+}
+
+transfers::fence transfers::fence_kernel(const std::vector<tiered_tensor*>& tensors) {
+  fence f;
+  if (link_.staged()) {
+    // Jobs finish in order: the last fetch of the kernel's tensors, and of
+    // tensors evicted while their fetch ran (the kernel may write there).
+    f.h2d_job = barrier_h2d_job_;
+    barrier_h2d_job_ = 0;
+    for (const tiered_tensor* t : tensors) {
+      if (t->staged_dir == kToDevice && t->staged_job > f.h2d_job) f.h2d_job = t->staged_job;
+    }
+    f.d2h_job = to_host_->submitted();
+    return f;
+  }
+  fence_events_.clear();  // keeps its capacity: no allocation per kernel
+  for (const tiered_tensor* t : tensors) {
+    if (t->transit_to_device && t->transit != nullptr) fence_events_.push_back(t->transit.get());
+  }
+  f.h2d = !fence_events_.empty();
+  f.h2d_barrier = barrier_pending_;
+  barrier_pending_ = false;
+  f.d2h = d2h_unwaited_;
   if (f.d2h) {
     d2h().record(*d2h_ready_);
     d2h_unwaited_ = false;
@@ -144,21 +240,41 @@ transfers::fence transfers::fence_kernel() {
 }
 
 void transfers::wait_fence(const fence& f) {
-  if (f.h2d) h2d_ready_->synchronize();
-  if (f.d2h) d2h_ready_->synchronize();
+  const auto t0 = steady::now();
+  if (link_.staged()) {
+    // The kernel's inputs are on the device, and no eviction still reads
+    // memory the kernel may write (copying out of the staging buffers may
+    // go on while it runs).
+    if (f.h2d_job != 0) to_device_->wait_done(f.h2d_job);
+    if (f.d2h_job != 0) to_host_->wait_dma(f.d2h_job);
+  } else {
+    // The executor alone records these events: none moves while it waits.
+    if (f.h2d) {
+      for (event_impl* e : fence_events_) e->synchronize();
+    }
+    if (f.h2d_barrier) h2d_barrier_->synchronize();
+    if (f.d2h) d2h_ready_->synchronize();
+  }
+  add_waited(t0);
 }
 
 void transfers::synchronize_compute() { compute().synchronize(); }
 
 void transfers::read_host(void* dst, const void* host, std::size_t bytes) {
-  d2h().synchronize();  // it may be an eviction still under way
+  const auto t0 = steady::now();
+  if (link_.staged()) to_host_->drain();  // it may be an eviction still under way
+  d2h().synchronize();
+  add_waited(t0);
   std::memcpy(dst, host, bytes);
 }
 
 void transfers::read_device(void* dst, const void* device_src, std::size_t bytes) {
+  const auto t0 = steady::now();
+  drain_lanes();        // a lane may still queue on the streams
   h2d().synchronize();  // it may be a fetch still under way
   d2h().copy(dst, device_src, bytes);
   d2h().synchronize();
+  add_waited(t0);
 }
 
 }  // namespace dao::detail

@@ -1,7 +1,17 @@
 // The copies of a tiered pool and the streams they run on: device -> host
 // (evictions) on the D2H stream, host -> device (fetches) on the H2D stream,
 // device -> device (compaction) and kernels on the compute stream; the
-// events that order them, and the link_bandwidth throttle of SIM devices.
+// events that order them, and the link model of SIM devices (link_model).
+//
+// With a pageable host tier (a CPU place) and staging on, the copies between
+// the tiers go through two staging lanes (staging.hpp), one per direction,
+// that own the H2D and D2H streams' traffic; the executor then waits on the
+// lanes' job counters instead of events. Otherwise a copy is queued on its
+// stream directly; from pageable memory it blocks the caller (as the CUDA
+// driver does, and as the SIM link model does when it has pageable rates).
+//
+// Every wait of the caller for a copy (fences, drains, blocking copies) is
+// timed: waited_ns(), the pool's stall_ns.
 //
 // A fetch into memory that an eviction is still reading waits for it (the
 // H2D stream waits on an event recorded on the D2H stream); before a kernel
@@ -13,30 +23,60 @@
 // queue work are made with the pool's mutex held, calls that wait without.
 #pragma once
 
+#include <atomic>
+#include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "dao/place.h"
 #include "resource/stream.hpp"
+#include "tiered/staging.hpp"
 
 namespace dao::detail {
 
 struct tiered_tensor;
 
 class system_resource;
+class tier_memory;
+
+// How copies between the tiers are made, and (SIM) how long they take.
+struct link_model {
+  double pinned_bytes_per_s = 0;            // SIM, each way; 0: not modelled
+  double pageable_bytes_per_s[2] = {0, 0};  // SIM, [link_dir]; 0: not modelled
+  bool host_pageable = true;                // the host tier is pageable memory
+  std::size_t staging_buffers = 0;          // per direction; 0: no staging
+  std::size_t staging_chunk = 0;
+  bool staged() const noexcept { return host_pageable && staging_buffers > 0; }
+};
 
 class transfers {
  public:
-  // Creates the three streams and the events on `device` (of `place`).
-  // `bandwidth`: bytes per second that copies are throttled to, 0 = none.
-  transfers(system_resource& device, dao_place place, double bandwidth);
+  // Creates the three streams and the events on `device` (of `place`), and
+  // with staging, the staging buffers (from `memory`) and lanes.
+  transfers(system_resource& device, dao_place place, const link_model& link, tier_memory& memory);
   ~transfers() { close(); }
 
   transfers(const transfers&) = delete;
   transfers& operator=(const transfers&) = delete;
 
-  // Waits for the streams and destroys them. Never throws.
+  // Waits for the lanes and streams and destroys them. Never throws.
   void close() noexcept;
+
+  const link_model& link() const noexcept { return link_; }
+  // Whether the last copy of `t` has finished.
+  bool arrived(const tiered_tensor& t);
+  // Nanoseconds the caller (the executor) has waited for copies. Any thread.
+  std::uint64_t waited_ns() const noexcept { return waited_ns_.load(std::memory_order_relaxed); }
+  // The copies' times each way. Any thread.
+  link_clock::reading copy_times() const noexcept { return clock_.read(); }
+  // Bytes copied through staging buffers, and the bytes of those buffers.
+  // Any thread.
+  std::uint64_t staged_bytes() const noexcept {
+    return staged_bytes_.load(std::memory_order_relaxed);
+  }
+  std::size_t staging_bytes() const noexcept { return staging_bytes_; }
 
   // Queues the copy of `t` (t.bytes) from the device at `device_src` into
   // t.host, then records t.transit.
@@ -54,12 +94,23 @@ class transfers {
   void settle_copies();
 
   // The copies a kernel must wait for: recorded by fence_kernel (with the
-  // mutex held, before prefetches are queued), waited for by wait_fence.
+  // mutex held, before prefetches are queued), waited for by wait_fence:
+  // the fetches of the kernel's own tensors (not the prefetches queued
+  // before it for later kernels, issue 21: waiting for those left one
+  // kernel of prefetch where the config asked for more), and every eviction
+  // so far (it may read memory the kernel writes).
   struct fence {
     bool h2d = false;
     bool d2h = false;
+    std::uint64_t h2d_job = 0;  // staged: the lanes' jobs to wait for
+    std::uint64_t d2h_job = 0;
+    bool h2d_barrier = false;  // not staged: wait for h2d_barrier_
   };
-  fence fence_kernel();
+  fence fence_kernel(const std::vector<tiered_tensor*>& tensors);
+  // `t` leaves the device (evicted) while its last fetch may still be
+  // writing where it was: the next kernel's fence waits for that fetch too,
+  // as that kernel may write there.
+  void note_vacated(const tiered_tensor& t);
   void wait_fence(const fence& f);
 
   // The compute stream's handle, as a kernel receives it, and a wait for it.
@@ -81,15 +132,32 @@ class transfers {
   stream_impl& compute() const noexcept { return *compute_->impl; }
   stream_impl& h2d() const noexcept { return *h2d_->impl; }
   stream_impl& d2h() const noexcept { return *d2h_->impl; }
-  void throttled_copy(stream_impl& s, void* dst, const void* src, std::size_t bytes);
+  // A copy that is not staged, in direction `dir` (blocking when its host
+  // side is pageable and the model has a pageable rate).
+  void direct_copy(stream_impl& s, void* dst, const void* src, std::size_t bytes, int dir);
+  // Waits for both lanes to finish every job (staged only).
+  void drain_lanes();
+  void add_waited(std::chrono::steady_clock::time_point since) noexcept;
 
   system_resource& device_;
-  double bandwidth_ = 0;  // bytes per second, 0 = unlimited
+  tier_memory& memory_;
+  link_model link_;
+  link_clock clock_;
+  std::atomic<std::uint64_t> waited_ns_{0};
+  std::atomic<std::uint64_t> staged_bytes_{0};
+  std::size_t staging_bytes_ = 0;
+  std::vector<void*> staging_;  // every buffer, both directions
+  std::vector<std::unique_ptr<event_impl>> staging_events_;
+  std::unique_ptr<staging_lane> to_device_, to_host_;
+  std::vector<event_impl*> fence_events_;  // not staged: the kernel's fetches
+  // Fetches into memory vacated while they ran (note_vacated).
+  std::uint64_t barrier_h2d_job_ = 0;        // staged
+  std::unique_ptr<event_impl> h2d_barrier_;  // not staged: recorded on H2D
+  bool barrier_pending_ = false;
   stream_object* compute_ = nullptr;
   stream_object* h2d_ = nullptr;
   stream_object* d2h_ = nullptr;
-  std::unique_ptr<event_impl> h2d_ready_, d2h_ready_, d2h_order_;
-  bool h2d_unwaited_ = false;   // H2D copies since h2d_ready_ was recorded
+  std::unique_ptr<event_impl> d2h_ready_, d2h_order_;
   bool d2h_unwaited_ = false;   // D2H copies since d2h_ready_ was recorded
   bool d2h_unordered_ = false;  // D2H copies the H2D stream has not waited for
 };

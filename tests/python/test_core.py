@@ -610,6 +610,14 @@ class Tiered(unittest.TestCase):
             self.assertEqual(st["kernels_run"], 3)
             self.assertLessEqual(st["peak_device_bytes"], 2 * n)
             self.assertGreater(st["evictions"] + st["bytes_evicted"], 0)
+            link = pool.link_stats()
+            self.assertEqual(link["bytes_to_device"], st["bytes_fetched"])
+            self.assertEqual(link["bytes_to_host"], st["bytes_evicted"])
+            self.assertEqual((link["host_pageable"], link["staged"]), (1, 1))
+            self.assertGreater(link["staging_bytes"], 0)
+            pool.trim()
+            self.assertEqual(pool.stats()["device_bytes"], 0)
+            self.assertEqual(ts[3].read()[:4], bytes([3]) * 4)
             for t in ts:
                 t.release()
             with self.assertRaises(ValueError):

@@ -2557,6 +2557,44 @@ ROW(tiered_get_stats_struct_size, "dao_tiered_get_stats", "wrong struct_size (0,
   if (s.kernels_submitted != 0x5A5A5A5A5A5A5A5Aull) note("stats was written on failure");
 })
 
+ROW(tiered_trim_null, "dao_tiered_trim", "NULL pool", DAO_ERR_INVALID_ARGUMENT, "pool",
+    { BAD(dao_tiered_trim(NULL)); })
+
+ROW(tiered_trim_fake, "dao_tiered_trim", "garbage pool handle", DAO_ERR_INVALID_ARGUMENT, NULL,
+    { BAD(dao_tiered_trim(fake(f))); })
+
+ROW(tiered_get_link_stats_null, "dao_tiered_get_link_stats", "NULL pool",
+    DAO_ERR_INVALID_ARGUMENT, "pool", {
+  dao_tiered_link_stats s;
+  memset(&s, 0, sizeof s);
+  s.struct_size = sizeof s;
+  BAD(dao_tiered_get_link_stats(NULL, &s));
+})
+
+ROW(tiered_get_link_stats_fake, "dao_tiered_get_link_stats", "garbage pool handle",
+    DAO_ERR_INVALID_ARGUMENT, NULL, {
+  dao_tiered_link_stats s;
+  memset(&s, 0, sizeof s);
+  s.struct_size = sizeof s;
+  BAD(dao_tiered_get_link_stats(fake(f), &s));
+})
+
+ROW(tiered_get_link_stats_null_out, "dao_tiered_get_link_stats", "NULL out-param stats",
+    DAO_ERR_INVALID_ARGUMENT, "stats", { BAD(dao_tiered_get_link_stats(f->tp, NULL)); })
+
+ROW(tiered_get_link_stats_struct_size, "dao_tiered_get_link_stats",
+    "wrong struct_size (0, sizeof - 8, 1 MiB)", DAO_ERR_INVALID_ARGUMENT, "struct_size", {
+  dao_tiered_link_stats s;
+  memset(&s, 0x5A, sizeof s);
+  s.struct_size = 0;
+  BAD(dao_tiered_get_link_stats(f->tp, &s));
+  s.struct_size = sizeof s - 8;
+  BAD(dao_tiered_get_link_stats(f->tp, &s));
+  s.struct_size = (size_t)1 << 20;
+  BAD(dao_tiered_get_link_stats(f->tp, &s));
+  if (s.bytes_to_device != 0x5A5A5A5A5A5A5A5Aull) note("stats was written on failure");
+})
+
 ROW(tiered_destroy_null, "dao_tiered_destroy", "NULL pool", DAO_ERR_INVALID_ARGUMENT, "pool",
     { BAD(dao_tiered_destroy(NULL)); })
 

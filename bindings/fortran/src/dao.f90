@@ -164,6 +164,8 @@ module dao
     procedure :: submit => tiered_submit
     procedure :: synchronize => tiered_synchronize
     procedure :: get_stats => tiered_get_stats
+    procedure :: get_link_stats => tiered_get_link_stats
+    procedure :: trim => tiered_trim
     procedure :: destroy => tiered_destroy
   end type dao_tiered
 
@@ -271,7 +273,7 @@ module dao
   private :: collection_create, collection_add_s64, collection_add_s32, collection_find, &
              collection_close, collection_destroy
   private :: tiered_create, tiered_set_score_callback, tiered_submit, tiered_synchronize, &
-             tiered_get_stats, tiered_destroy
+             tiered_get_stats, tiered_get_link_stats, tiered_trim, tiered_destroy
   private :: tensor_create, tensor_write_bytes, tensor_read_bytes, tensor_state, tensor_release
   private :: comm_destroy, comm_rank, comm_size, comm_rank_place, comm_info, comm_barrier, &
              comm_supported
@@ -1660,6 +1662,14 @@ contains
     call finish(dao_tiered_synchronize(self%handle), status)
   end subroutine tiered_synchronize
 
+  !> Wait for the kernels so far, move every resident tensor to the host
+  !> tier and give the device budget back (a later kernel takes it again).
+  subroutine tiered_trim(self, status)
+    class(dao_tiered), intent(in) :: self
+    integer(c_int), intent(out), optional :: status
+    call finish(dao_tiered_trim(self%handle), status)
+  end subroutine tiered_trim
+
   !> Read the statistics (struct_size is set here).
   subroutine tiered_get_stats(self, stats, status)
     class(dao_tiered), intent(in) :: self
@@ -1668,6 +1678,16 @@ contains
     stats%struct_size = c_sizeof(stats)
     call finish(dao_tiered_get_stats(self%handle, stats), status)
   end subroutine tiered_get_stats
+
+  !> Read what the pool copied between its tiers and how long that took
+  !> (struct_size is set here).
+  subroutine tiered_get_link_stats(self, stats, status)
+    class(dao_tiered), intent(in) :: self
+    type(dao_tiered_link_stats), intent(out) :: stats
+    integer(c_int), intent(out), optional :: status
+    stats%struct_size = c_sizeof(stats)
+    call finish(dao_tiered_get_link_stats(self%handle, stats), status)
+  end subroutine tiered_get_link_stats
 
   !> Stop the executor after the queued kernels and free everything; every
   !> tensor handle of the pool becomes invalid.

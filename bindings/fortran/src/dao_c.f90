@@ -225,6 +225,29 @@ module dao_c
     integer(c_int64_t) :: tensors_live = 0
   end type dao_tiered_stats
 
+  !> The link between the tiers of a tiered pool: what was copied each way, how long the copies
+  !> took, and how much of that time the executor did not wait for (size-tagged; may grow at its
+  !> end) (C: dao_tiered_link_stats).
+  type, bind(C), public :: dao_tiered_link_stats
+    integer(c_size_t) :: struct_size = 0
+    integer(c_int64_t) :: bytes_to_device = 0
+    integer(c_int64_t) :: bytes_to_host = 0
+    integer(c_int64_t) :: copies_to_device = 0
+    integer(c_int64_t) :: copies_to_host = 0
+    integer(c_int64_t) :: copy_ns_to_device = 0
+    integer(c_int64_t) :: copy_ns_to_host = 0
+    integer(c_int64_t) :: copy_ns = 0
+    integer(c_int64_t) :: stall_ns = 0
+    integer(c_int64_t) :: kernel_ns = 0
+    integer(c_int64_t) :: hidden_ns = 0
+    integer(c_int64_t) :: to_device_bytes_per_s = 0
+    integer(c_int64_t) :: to_host_bytes_per_s = 0
+    integer(c_int64_t) :: staged_bytes = 0
+    integer(c_int64_t) :: staging_bytes = 0
+    integer(c_int) :: host_pageable = 0
+    integer(c_int) :: staged = 0
+  end type dao_tiered_link_stats
+
   ! --- whole.h ---
   integer(c_int), parameter, public :: DAO_COMM_LOCAL_MAX_RANKS = 1024
   integer(c_int), parameter, public :: DAO_WHOLE_CONTINUOUS = 0
@@ -366,7 +389,7 @@ module dao_c
     end subroutine dao_oom_callback
   end interface
 
-  ! --- the 126 functions, by header ---
+  ! --- the 128 functions, by header ---
   ! version.h (2)
   public :: dao_version_number, dao_version_string
   ! status.h (2)
@@ -403,10 +426,11 @@ module dao_c
             dao_buffer_release, dao_buffer_data, dao_buffer_shape, dao_buffer_size, &
             dao_buffer_place, dao_buffer_sequence, dao_collection_create, dao_collection_add, &
             dao_collection_find, dao_collection_close, dao_collection_destroy
-  ! tiered.h (11)
+  ! tiered.h (13)
   public :: dao_tiered_create, dao_tiered_set_score_callback, dao_tensor_create, dao_tensor_write, &
             dao_tensor_read, dao_tensor_get_state, dao_tensor_release, dao_kernel_submit, &
-            dao_tiered_synchronize, dao_tiered_get_stats, dao_tiered_destroy
+            dao_tiered_synchronize, dao_tiered_trim, dao_tiered_get_stats, &
+            dao_tiered_get_link_stats, dao_tiered_destroy
   ! whole.h (26)
   public :: dao_comm_create_local, dao_comm_destroy, dao_comm_rank, dao_comm_size, &
             dao_comm_rank_place, dao_comm_get_info, dao_comm_barrier, dao_whole_type_name, &
@@ -1219,6 +1243,16 @@ module dao_c
       integer(c_int) :: r
     end function dao_tiered_synchronize
 
+    !> Give the pool's device memory back: wait until every kernel submitted so far has run, move
+    !> every resident tensor to the host tier (copying those whose host copy is stale), and return
+    !> the device budget's memory to the device place's allocator, where the rest of the program can
+    !> use it.
+    function dao_tiered_trim(pool) bind(C, name="dao_tiered_trim") result(r)
+      import :: c_int, c_ptr
+      type(c_ptr), value :: pool
+      integer(c_int) :: r
+    end function dao_tiered_trim
+
     !> Read the statistics of a pool.
     function dao_tiered_get_stats(pool, stats) bind(C, name="dao_tiered_get_stats") result(r)
       import :: c_int, c_ptr, dao_tiered_stats
@@ -1226,6 +1260,16 @@ module dao_c
       type(dao_tiered_stats), intent(inout) :: stats
       integer(c_int) :: r
     end function dao_tiered_get_stats
+
+    !> Read what a pool has copied between its tiers, and how long that took
+    !> (dao_tiered_link_stats).
+    function dao_tiered_get_link_stats(pool, stats) &
+        bind(C, name="dao_tiered_get_link_stats") result(r)
+      import :: c_int, c_ptr, dao_tiered_link_stats
+      type(c_ptr), value :: pool
+      type(dao_tiered_link_stats), intent(inout) :: stats
+      integer(c_int) :: r
+    end function dao_tiered_get_link_stats
 
     !> Stop the executor after the queued kernels (or at once if the pool failed), free every tensor
     !> and the device budget.

@@ -100,6 +100,7 @@ size_t daot_layout(int type, int field) {
               offsetof(dao_comm_transport, shared_free), offsetof(dao_comm_transport, destroy),
               offsetof(dao_comm_transport, window_get_many),
               offsetof(dao_comm_transport, window_put_many)),
+      FIELDS_(dao_tiered_link_stats, offsetof(dao_tiered_link_stats, struct_size), offsetof(dao_tiered_link_stats, bytes_to_device), offsetof(dao_tiered_link_stats, bytes_to_host), offsetof(dao_tiered_link_stats, copies_to_device), offsetof(dao_tiered_link_stats, copies_to_host), offsetof(dao_tiered_link_stats, copy_ns_to_device), offsetof(dao_tiered_link_stats, copy_ns_to_host), offsetof(dao_tiered_link_stats, copy_ns), offsetof(dao_tiered_link_stats, stall_ns), offsetof(dao_tiered_link_stats, kernel_ns), offsetof(dao_tiered_link_stats, hidden_ns), offsetof(dao_tiered_link_stats, to_device_bytes_per_s), offsetof(dao_tiered_link_stats, to_host_bytes_per_s), offsetof(dao_tiered_link_stats, staged_bytes), offsetof(dao_tiered_link_stats, staging_bytes), offsetof(dao_tiered_link_stats, host_pageable), offsetof(dao_tiered_link_stats, staged)),
   };
   if (type < 0 || type >= (int)(sizeof table / sizeof table[0]) || field < 0 || field >= 24) {
     return (size_t)-1;

@@ -47,6 +47,7 @@ program test_layout
   type(dao_whole_info), target :: whole_info
   type(dao_comm_info), target :: comm_info
   type(dao_comm_transport), target :: transport
+  type(dao_tiered_link_stats), target :: link_stats
 
   call check_struct(0, 'dao_place', c_sizeof(place), [off(c_loc(place%kind), c_loc(place)), &
                                                       off(c_loc(place%device), c_loc(place))])
@@ -146,8 +147,20 @@ program test_layout
       off(c_loc(s%destroy), c_loc(s)), off(c_loc(s%window_get_many), c_loc(s)), &
       off(c_loc(s%window_put_many), c_loc(s))])
   end associate
+  associate (s => link_stats)
+    call check_struct(13, 'dao_tiered_link_stats', c_sizeof(s), [ &
+      off(c_loc(s%struct_size), c_loc(s)), off(c_loc(s%bytes_to_device), c_loc(s)), &
+      off(c_loc(s%bytes_to_host), c_loc(s)), off(c_loc(s%copies_to_device), c_loc(s)), &
+      off(c_loc(s%copies_to_host), c_loc(s)), off(c_loc(s%copy_ns_to_device), c_loc(s)), &
+      off(c_loc(s%copy_ns_to_host), c_loc(s)), off(c_loc(s%copy_ns), c_loc(s)), &
+      off(c_loc(s%stall_ns), c_loc(s)), off(c_loc(s%kernel_ns), c_loc(s)), &
+      off(c_loc(s%hidden_ns), c_loc(s)), off(c_loc(s%to_device_bytes_per_s), c_loc(s)), &
+      off(c_loc(s%to_host_bytes_per_s), c_loc(s)), &
+      off(c_loc(s%staged_bytes), c_loc(s)), off(c_loc(s%staging_bytes), c_loc(s)), &
+      off(c_loc(s%host_pageable), c_loc(s)), off(c_loc(s%staged), c_loc(s))])
+  end associate
   ! No struct past the last one.
-  call check(daot_layout(13_c_int, 0_c_int) == -1_c_size_t, 'layout table has 13 structs')
+  call check(daot_layout(14_c_int, 0_c_int) == -1_c_size_t, 'layout table has 14 structs')
 
   call check_constants()
   call check(dao_string(daot_version_string()) == DAO_MODULE_VERSION_STRING, &

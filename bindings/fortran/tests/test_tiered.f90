@@ -101,6 +101,7 @@ contains
     type(dao_tiered) :: pool
     type(dao_tensor) :: t(ntensors), unused
     type(dao_tiered_stats) :: stats
+    type(dao_tiered_link_stats) :: link
     type(axpy_args), target :: args(nkernels)
     type(score_log), target :: log
     real(real64), allocatable :: model(:, :), got(:)
@@ -159,6 +160,15 @@ contains
                config // ': more tensors than the budget: evictions and fetches')
     call check(stats%peak_device_bytes <= budget, config // ': within the device budget')
     call check(stats%tensors_live == ntensors, config // ': tensors live')
+    call pool%get_link_stats(link, st)
+    call check_ok(st, config // ': link stats')
+    call check(link%bytes_to_device == stats%bytes_fetched .and. &
+               link%bytes_to_host == stats%bytes_evicted .and. link%host_pageable == 1, &
+               config // ': link stats agree with the stats')
+    call pool%trim(st)
+    call check_ok(st, config // ': trim')
+    call pool%get_stats(stats, st)
+    call check(stats%device_bytes == 0, config // ': trimmed: nothing on the device')
     if (with_score) then
       call check(log%calls > 0, config // ': the Fortran score function was called')
       call check(log%bad_infos == 0, config // ': it was given sound information')

@@ -310,6 +310,31 @@ class dao_tiered_stats(Structure):
     ]
 
 
+class dao_tiered_link_stats(Structure):
+    """The link between the tiers of a tiered pool: what was copied each way, how long the copies
+    took, and how much of that time the executor did not wait for (size-tagged; may grow at its
+    end)."""
+    _fields_ = [
+        ("struct_size", c_size_t),
+        ("bytes_to_device", c_uint64),
+        ("bytes_to_host", c_uint64),
+        ("copies_to_device", c_uint64),
+        ("copies_to_host", c_uint64),
+        ("copy_ns_to_device", c_uint64),
+        ("copy_ns_to_host", c_uint64),
+        ("copy_ns", c_uint64),
+        ("stall_ns", c_uint64),
+        ("kernel_ns", c_uint64),
+        ("hidden_ns", c_uint64),
+        ("to_device_bytes_per_s", c_uint64),
+        ("to_host_bytes_per_s", c_uint64),
+        ("staged_bytes", c_uint64),
+        ("staging_bytes", c_uint64),
+        ("host_pageable", c_int),
+        ("staged", c_int),
+    ]
+
+
 # --- whole.h -----------------------------------------------------------------
 
 # Most ranks a communicator made by dao_comm_create_local() may have.
@@ -485,6 +510,7 @@ STRUCTS = (
     dao_recycle_stats,
     dao_tensor_access_info,
     dao_tiered_stats,
+    dao_tiered_link_stats,
     dao_whole_desc,
     dao_whole_range,
     dao_whole_info,
@@ -493,7 +519,7 @@ STRUCTS = (
     dao_trace_stats,
 )
 
-# The 126 functions, in the order of the headers: name ->
+# The 128 functions, in the order of the headers: name ->
 # (restype, argtypes).
 FUNCTIONS = {
     # version.h
@@ -741,8 +767,16 @@ FUNCTIONS = {
         c_size_t,)),
     # dao_tiered_synchronize(pool): Wait until every submitted kernel has run.
     "dao_tiered_synchronize": (dao_status, (c_void_p,)),
+    # dao_tiered_trim(pool): Give the pool's device memory back: wait until every kernel submitted
+    # so far has run, move every resident tensor to the host tier (copying those whose host copy is
+    # stale), and return the device budget's memory to the device place's allocator, where the rest
+    # of the program can use it.
+    "dao_tiered_trim": (dao_status, (c_void_p,)),
     # dao_tiered_get_stats(pool, stats): Read the statistics of a pool.
     "dao_tiered_get_stats": (dao_status, (c_void_p, POINTER(dao_tiered_stats))),
+    # dao_tiered_get_link_stats(pool, stats): Read what a pool has copied between its tiers, and how
+    # long that took (dao_tiered_link_stats).
+    "dao_tiered_get_link_stats": (dao_status, (c_void_p, POINTER(dao_tiered_link_stats))),
     # dao_tiered_destroy(pool): Stop the executor after the queued kernels (or at once if the pool
     # failed), free every tensor and the device budget.
     "dao_tiered_destroy": (dao_status, (c_void_p,)),

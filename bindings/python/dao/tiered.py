@@ -155,6 +155,20 @@ class TieredPool:
         check(self._lib.dao_tiered_get_stats(self._h(), ctypes.byref(s)))
         return {name: getattr(s, name) for name, _ in s._fields_ if name != "struct_size"}
 
+    def trim(self):
+        """Wait for the kernels so far, move every resident tensor to the host
+        tier and give the device budget back to the device place's allocator
+        (a later kernel takes it again)."""
+        check(self._lib.dao_tiered_trim(self._h()))
+
+    def link_stats(self):
+        """``dao_tiered_link_stats`` as a dict: bytes and copy time each way,
+        rates, the executor's stall and the fraction of copy time hidden."""
+        s = _capi.dao_tiered_link_stats()
+        s.struct_size = ctypes.sizeof(s)
+        check(self._lib.dao_tiered_get_link_stats(self._h(), ctypes.byref(s)))
+        return {name: getattr(s, name) for name, _ in s._fields_ if name != "struct_size"}
+
     def destroy(self):
         """Run the queued kernels, then free every tensor and the budget."""
         if self.handle is not None:

@@ -234,7 +234,8 @@ function Base.show(io::IO, a::Allocator)
     print(io, ")")
 end
 
-function Base.show(io::IO, ::MIME"text/plain", s::Union{AllocatorStats,RecycleStats,TieredStats,SimCost})
+function Base.show(io::IO, ::MIME"text/plain",
+                   s::Union{AllocatorStats,RecycleStats,TieredStats,TieredLinkStats,SimCost})
     println(io, typeof(s), ":")
     names = fieldnames(typeof(s))
     width = maximum(length ∘ string, names)

@@ -280,6 +280,34 @@ struct TieredStats
     tensors_live::UInt64
 end
 
+"""
+    TieredLinkStats
+
+The link between the tiers of a tiered pool: what was copied each way, how long
+the copies took, and how much of that time the executor did not wait for
+(size-tagged; may grow at its end) (C `dao_tiered_link_stats`).
+"""
+struct TieredLinkStats
+    # C layout: dao_tiered_link_stats
+    struct_size::Csize_t
+    bytes_to_device::UInt64
+    bytes_to_host::UInt64
+    copies_to_device::UInt64
+    copies_to_host::UInt64
+    copy_ns_to_device::UInt64
+    copy_ns_to_host::UInt64
+    copy_ns::UInt64
+    stall_ns::UInt64
+    kernel_ns::UInt64
+    hidden_ns::UInt64
+    to_device_bytes_per_s::UInt64
+    to_host_bytes_per_s::UInt64
+    staged_bytes::UInt64
+    staging_bytes::UInt64
+    host_pageable::Cint
+    staged::Cint
+end
+
 # --- whole.h -----------------------------------------------------------------
 
 const DAO_COMM_LOCAL_MAX_RANKS = 1024
@@ -411,7 +439,7 @@ struct TraceStats
 end
 
 # =============================================================================
-# The 126 functions, in the order of the headers.
+# The 128 functions, in the order of the headers.
 # =============================================================================
 
 # --- version.h ---
@@ -769,10 +797,19 @@ dao_kernel_submit(pool, fn, user_data, inputs, input_count, outputs, output_coun
 # Wait until every submitted kernel has run.
 dao_tiered_synchronize(pool) =
     @gcsafe ccall((:dao_tiered_synchronize, libdao), Cint, (Ptr{Cvoid},), pool)
+# Give the pool's device memory back: wait until every kernel submitted so far has run, move every
+# resident tensor to the host tier (copying those whose host copy is stale), and return the device
+# budget's memory to the device place's allocator, where the rest of the program can use it.
+dao_tiered_trim(pool) = @gcsafe ccall((:dao_tiered_trim, libdao), Cint, (Ptr{Cvoid},), pool)
 # Read the statistics of a pool.
 dao_tiered_get_stats(pool, stats) =
     @gcsafe ccall((:dao_tiered_get_stats, libdao), Cint,
                   (Ptr{Cvoid}, Ptr{TieredStats}),
+                  pool, stats)
+# Read what a pool has copied between its tiers, and how long that took (dao_tiered_link_stats).
+dao_tiered_get_link_stats(pool, stats) =
+    @gcsafe ccall((:dao_tiered_get_link_stats, libdao), Cint,
+                  (Ptr{Cvoid}, Ptr{TieredLinkStats}),
                   pool, stats)
 # Stop the executor after the queued kernels (or at once if the pool failed), free every tensor and
 # the device budget.

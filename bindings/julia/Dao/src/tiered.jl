@@ -326,6 +326,25 @@ function stats(p::TieredPool)
 end
 
 """
+    trim!(pool::TieredPool)
+
+Wait for the kernels submitted so far, move every resident tensor to the
+host tier and give the device budget back to the device place's allocator;
+a later kernel takes it again (`dao_tiered_trim`).
+"""
+function trim!(p::TieredPool)
+    check(dao_tiered_trim(_handle(p)))
+    return nothing
+end
+
+"""    link_stats(pool::TieredPool) -> TieredLinkStats  (`dao_tiered_get_link_stats`)"""
+function link_stats(p::TieredPool)
+    r = _sized(TieredLinkStats)
+    check(dao_tiered_get_link_stats(_handle(p), r))
+    return r[]
+end
+
+"""
     destroy!(pool::TieredPool)
     close(pool::TieredPool)
 

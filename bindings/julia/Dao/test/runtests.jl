@@ -634,6 +634,11 @@ end
     st = stats(tp)
     @test st.struct_size == sizeof(TieredStats)
     @test (st.kernels_submitted, st.kernels_run, st.tensors_live) == (1, 1, 3)
+    ls = link_stats(tp)
+    @test ls.struct_size == sizeof(TieredLinkStats)
+    @test ls.bytes_to_device == st.bytes_fetched && ls.host_pageable == 1
+    trim!(tp)
+    @test stats(tp).device_bytes == 0
     dst = zeros(1000)
     read!(x, dst)
     @test dst == 1.0:1000.0

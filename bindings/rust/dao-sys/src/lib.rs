@@ -506,7 +506,8 @@ pub struct dao_tiered_stats {
     pub prefetches: u64,
     /// ...
     pub prefetches_in_time: u64,
-    /// Time the executor waited for copies.
+    /// Time the executor waited for data: for copies before a kernel, for a copy from pageable
+    /// memory that blocked it, for copies to drain (compaction, writes, reads).
     pub stall_ns: u64,
     /// Bytes resident in the device budget now.
     pub device_bytes: u64,
@@ -518,6 +519,49 @@ pub struct dao_tiered_stats {
     pub peak_host_bytes: u64,
     /// Tensors not yet freed.
     pub tensors_live: u64,
+}
+
+/// `dao_tiered_link_stats`: The link between the tiers of a tiered pool: what was copied each way,
+/// how long the copies took, and how much of that time the executor did not wait for (size-tagged;
+/// may grow at its end).
+#[repr(C)]
+#[derive(Debug, Copy, Clone, Default, PartialEq, Eq, Hash)]
+pub struct dao_tiered_link_stats {
+    /// In: sizeof(dao_tiered_link_stats).
+    pub struct_size: usize,
+    /// Bytes copied host → device (fetches).
+    pub bytes_to_device: u64,
+    /// Bytes copied device → host (evictions).
+    pub bytes_to_host: u64,
+    /// Tensors copied host → device.
+    pub copies_to_device: u64,
+    /// Tensors copied device → host.
+    pub copies_to_host: u64,
+    /// Time a copy host → device was under way.
+    pub copy_ns_to_device: u64,
+    /// Time a copy device → host was under way.
+    pub copy_ns_to_host: u64,
+    /// Time any copy was under way (the union).
+    pub copy_ns: u64,
+    /// Time the executor waited for data (dao_tiered_statsstall_ns).
+    pub stall_ns: u64,
+    /// Time the executor spent in kernels.
+    pub kernel_ns: u64,
+    /// copy_ns - stall_ns (0 if negative): copy time the executor did not wait for; hidden_ns /
+    /// copy_ns is the fraction hidden.
+    pub hidden_ns: u64,
+    /// bytes_to_device / copy_ns_to_device (0 without copies).
+    pub to_device_bytes_per_s: u64,
+    /// bytes_to_host / copy_ns_to_host.
+    pub to_host_bytes_per_s: u64,
+    /// Bytes copied through staging buffers.
+    pub staged_bytes: u64,
+    /// Bytes of pinned staging buffers held.
+    pub staging_bytes: u64,
+    /// 1: the host tier is pageable memory.
+    pub host_pageable: c_int,
+    /// 1: its copies go through staging buffers.
+    pub staged: c_int,
 }
 
 // ------------------------------------------------------------------ whole.h
@@ -1184,8 +1228,19 @@ extern "C" {
     ) -> dao_status;
     /// Wait until every submitted kernel has run.
     pub fn dao_tiered_synchronize(pool: *mut dao_tiered) -> dao_status;
+    /// Give the pool's device memory back: wait until every kernel submitted so far has run, move
+    /// every resident tensor to the host tier (copying those whose host copy is stale), and return
+    /// the device budget's memory to the device place's allocator, where the rest of the program
+    /// can use it.
+    pub fn dao_tiered_trim(pool: *mut dao_tiered) -> dao_status;
     /// Read the statistics of a pool.
     pub fn dao_tiered_get_stats(pool: *mut dao_tiered, stats: *mut dao_tiered_stats) -> dao_status;
+    /// Read what a pool has copied between its tiers, and how long that took
+    /// (dao_tiered_link_stats).
+    pub fn dao_tiered_get_link_stats(
+        pool: *mut dao_tiered,
+        stats: *mut dao_tiered_link_stats,
+    ) -> dao_status;
     /// Stop the executor after the queued kernels (or at once if the pool failed), free every
     /// tensor and the device budget.
     pub fn dao_tiered_destroy(pool: *mut dao_tiered) -> dao_status;

@@ -441,8 +441,8 @@ fn every_exported_function_is_declared() {
     let rust: BTreeSet<String> = rust_functions().into_iter().map(|f| f.name).collect();
     assert_eq!(
         c.len(),
-        126,
-        "the headers of this version declare 126 functions (100, and 26 of whole.h)"
+        128,
+        "the headers of this version declare 128 functions (102, and 26 of whole.h)"
     );
     let missing: Vec<_> = c.difference(&rust).collect();
     let extra: Vec<_> = rust.difference(&c).collect();
@@ -561,6 +561,8 @@ fn every_function_links() {
         dao_kernel_submit,
         dao_tiered_synchronize,
         dao_tiered_get_stats,
+        dao_tiered_get_link_stats,
+        dao_tiered_trim,
         dao_tiered_destroy,
         dao_comm_create_local,
         dao_comm_destroy,
@@ -900,6 +902,25 @@ fn rust_layouts() -> Vec<Layout> {
             host_bytes,
             peak_host_bytes,
             tensors_live,
+        },
+        dao_tiered_link_stats {
+            struct_size,
+            bytes_to_device,
+            bytes_to_host,
+            copies_to_device,
+            copies_to_host,
+            copy_ns_to_device,
+            copy_ns_to_host,
+            copy_ns,
+            stall_ns,
+            kernel_ns,
+            hidden_ns,
+            to_device_bytes_per_s,
+            to_host_bytes_per_s,
+            staged_bytes,
+            staging_bytes,
+            host_pageable,
+            staged,
         },
         dao_whole_desc {
             struct_size,

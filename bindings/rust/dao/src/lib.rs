@@ -134,7 +134,9 @@ pub use place::{DefaultConfig, MemoryInfo, Place, PlaceKind};
 pub use recycle::{Collection, PoolRef, RecycleBuffer, RecyclePool, RecycleStats, SharedBuffer};
 pub use sim::{SimCost, SimOp};
 pub use stream::{memcpy_async, Event, Stream, StreamScope};
-pub use tiered::{AccessInfo, Kernel, Tensor, TensorState, TieredPool, TieredStats};
+pub use tiered::{
+    AccessInfo, Kernel, Tensor, TensorState, TieredLinkStats, TieredPool, TieredStats,
+};
 pub use whole::{
     transport_error, Comm, CommInfo, WholeInfo, WholeLocation, WholeMemory, WholeRange, WholeType,
     COMM_LOCAL_MAX_RANKS,

@@ -362,6 +362,15 @@ impl TieredPool {
         })
     }
 
+    /// Waits for the kernels submitted so far, moves every resident tensor
+    /// to the host tier and gives the device budget back to the device
+    /// place's allocator; a later kernel takes it again
+    /// (`dao_tiered_trim`).
+    pub fn trim(&self) -> Result<()> {
+        // SAFETY: live pool.
+        check(unsafe { ffi::dao_tiered_trim(self.as_raw()) })
+    }
+
     /// The pool's statistics (`dao_tiered_get_stats`).
     pub fn stats(&self) -> Result<TieredStats> {
         let mut r = ffi::dao_tiered_stats {
@@ -385,6 +394,35 @@ impl TieredPool {
             host_bytes: r.host_bytes,
             peak_host_bytes: r.peak_host_bytes,
             tensors_live: r.tensors_live,
+        })
+    }
+
+    /// What the pool copied between its tiers and how long that took
+    /// (`dao_tiered_get_link_stats`).
+    pub fn link_stats(&self) -> Result<TieredLinkStats> {
+        let mut r = ffi::dao_tiered_link_stats {
+            struct_size: mem::size_of::<ffi::dao_tiered_link_stats>(),
+            ..Default::default()
+        };
+        // SAFETY: live pool; a sized struct of this version.
+        check(unsafe { ffi::dao_tiered_get_link_stats(self.as_raw(), &mut r) })?;
+        Ok(TieredLinkStats {
+            bytes_to_device: r.bytes_to_device,
+            bytes_to_host: r.bytes_to_host,
+            copies_to_device: r.copies_to_device,
+            copies_to_host: r.copies_to_host,
+            copy_ns_to_device: r.copy_ns_to_device,
+            copy_ns_to_host: r.copy_ns_to_host,
+            copy_ns: r.copy_ns,
+            stall_ns: r.stall_ns,
+            kernel_ns: r.kernel_ns,
+            hidden_ns: r.hidden_ns,
+            to_device_bytes_per_s: r.to_device_bytes_per_s,
+            to_host_bytes_per_s: r.to_host_bytes_per_s,
+            staged_bytes: r.staged_bytes,
+            staging_bytes: r.staging_bytes,
+            host_pageable: r.host_pageable != 0,
+            staged: r.staged != 0,
         })
     }
 }
@@ -442,6 +480,43 @@ pub struct TieredStats {
     pub peak_host_bytes: u64,
     /// Tensors not yet freed.
     pub tensors_live: u64,
+}
+
+/// The link between a pool's tiers ([`TieredPool::link_stats`]).
+#[derive(Debug, Copy, Clone, Default, PartialEq, Eq)]
+pub struct TieredLinkStats {
+    /// Bytes copied host to device.
+    pub bytes_to_device: u64,
+    /// Bytes copied device to host.
+    pub bytes_to_host: u64,
+    /// Tensors copied host to device.
+    pub copies_to_device: u64,
+    /// Tensors copied device to host.
+    pub copies_to_host: u64,
+    /// Time a copy host to device was under way, in ns.
+    pub copy_ns_to_device: u64,
+    /// Time a copy device to host was under way, in ns.
+    pub copy_ns_to_host: u64,
+    /// Time any copy was under way, in ns.
+    pub copy_ns: u64,
+    /// Time the executor waited for data, in ns.
+    pub stall_ns: u64,
+    /// Time the executor spent in kernels, in ns.
+    pub kernel_ns: u64,
+    /// Copy time the executor did not wait for, in ns.
+    pub hidden_ns: u64,
+    /// Bytes per second host to device while copying.
+    pub to_device_bytes_per_s: u64,
+    /// Bytes per second device to host while copying.
+    pub to_host_bytes_per_s: u64,
+    /// Bytes copied through staging buffers.
+    pub staged_bytes: u64,
+    /// Bytes of pinned staging buffers held.
+    pub staging_bytes: u64,
+    /// The host tier is pageable memory.
+    pub host_pageable: bool,
+    /// Its copies go through staging buffers.
+    pub staged: bool,
 }
 
 /// What a scoring function learns of one tensor that could be evicted

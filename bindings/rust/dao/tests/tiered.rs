@@ -85,6 +85,13 @@ fn run_program(config: &str, score: bool) -> dao::TieredStats {
         );
     }
     let st = pool.stats().unwrap();
+    let link = pool.link_stats().unwrap();
+    assert_eq!(link.bytes_to_device, st.bytes_fetched);
+    assert_eq!(link.bytes_to_host, st.bytes_evicted);
+    assert_eq!(link.stall_ns, st.stall_ns);
+    assert!(link.host_pageable, "a CPU host tier is pageable");
+    pool.trim().unwrap();
+    assert_eq!(pool.stats().unwrap().device_bytes, 0, "trimmed: nothing on the device");
     assert_eq!((st.kernels_submitted, st.kernels_run), (60, 60));
     assert_eq!(st.tensors_live, 12);
     assert!(st.peak_device_bytes <= MIB as u64);

@@ -1,0 +1,330 @@
+/* bench_tiered: the synthetic cases of issue 21 (--stream, --graph).
+ *
+ * --stream: cyclic weight streaming. W weights (16 by default) of S bytes
+ * are read in turn by one kernel each, for P passes (3), through a device
+ * budget of 4 weights, on a SIM device whose link is the H200's (the h200
+ * cost profile's rates: 55.2 GB/s pinned each way, 8.1 GB/s pageable to the
+ * device, 11.9 GB/s back), all divided by --scale (8) so that the real
+ * memcpy of this machine stays small against the modelled time. A kernel
+ * "computes" by sleeping (a GPU kernel leaves the CPU free). Cases:
+ *   - pageable tier, staged (the default), transfer-bound (empty kernels):
+ *     the rate achieved against the pageable rate (target >= 80 %);
+ *   - the same with kernels computing 1.05x a weight's pageable copy time:
+ *     wall against compute (target <= 1.1x);
+ *   - pageable tier, staging_buffers=0 (what the pool did before issue 21):
+ *     copies that block the executor;
+ *   - pinned tier (sim_host=pinned), transfer-bound and compute-bound: rate
+ *     against the pinned link (target >= 95 %), copy time hidden (>= 95 %);
+ *   - policies belady and lru, bytes moved (target: belady fewer).
+ * Each row prints the link statistics (dao_tiered_get_link_stats).
+ *
+ * --graph: the executor's cost per kernel on a synthetic graph of N live
+ * tensors (10^4 by default) that all fit: empty kernels of 3 inputs and 1
+ * output drawn at random; wall time per kernel from the first submit to the
+ * end of dao_tiered_synchronize (target < 2 us). */
+#define _GNU_SOURCE /* clock_gettime, nanosleep under -std=c99 */
+
+#include <time.h>
+
+#include "bench_tiered.h"
+
+static uint64_t mono_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* The H200's link (the h200 SIM cost profile, issue 21), GB/s. */
+#define H200_PINNED 55.2
+#define H200_PAGEABLE_TO_DEVICE 8.1
+#define H200_PAGEABLE_TO_HOST 11.9
+
+typedef struct kernel_time {
+  uint64_t ns; /* how long each kernel computes */
+} kernel_time;
+
+/* Sleeps for the kernel's compute time (a GPU kernel leaves the CPU free). */
+static dao_status k_compute(void *user_data, void *const *inputs, size_t input_count,
+                            void *const *outputs, size_t output_count, dao_stream stream) {
+  const kernel_time *kt = user_data;
+  (void)inputs;
+  (void)input_count;
+  (void)outputs;
+  (void)output_count;
+  (void)stream;
+  if (kt->ns > 0) {
+    uint64_t until = mono_ns() + kt->ns;
+    struct timespec ts;
+    ts.tv_sec = (time_t)(until / 1000000000ull);
+    ts.tv_nsec = (long)(until % 1000000000ull);
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) != 0) {
+    }
+  }
+  return DAO_OK;
+}
+
+typedef struct stream_result {
+  int ok;
+  double wall_s;
+  dao_tiered_stats st;
+  dao_tiered_link_stats ls;
+} stream_result;
+
+/* W weights of `bytes`, P passes, budget of 4 weights; returns 0 or 1. */
+static int stream_run(int cuda, size_t weights, size_t bytes, size_t passes, const char *config,
+                      uint64_t kernel_ns, stream_result *r) {
+  dao_tiered *pool = NULL;
+  dao_tensor **w = xmalloc(weights * sizeof *w);
+  unsigned char *src = xmalloc(bytes);
+  kernel_time kt = {kernel_ns};
+  size_t i, p;
+  memset(r, 0, sizeof *r);
+  /* On the card, "sim_host=pinned" in a case's config means a pinned tier. */
+  const int pinned = strstr(config, "sim_host=pinned") != NULL;
+  const dao_place device = cuda ? dao_place_cuda(0) : dao_place_sim(0);
+  const dao_place host = cuda && pinned ? dao_place_cuda_pinned() : dao_place_cpu();
+  char conf[512] = "";
+  if (cuda) { /* without the SIM keys (a card has its own link) */
+    const char *p = config;
+    while (*p != '\0') {
+      size_t n = strcspn(p, ",");
+      static const char *const sim_keys[] = {"link_bandwidth=", "pageable_to_", "sim_host="};
+      int sim_key = 0;
+      for (size_t k = 0; k < 3; ++k)
+        if (strncmp(p, sim_keys[k], strlen(sim_keys[k])) == 0) sim_key = 1;
+      if (!sim_key && strlen(conf) + n + 2 < sizeof conf) {
+        if (conf[0] != '\0') strcat(conf, ",");
+        strncat(conf, p, n);
+      }
+      p += n;
+      if (*p == ',') ++p;
+    }
+  } else {
+    snprintf(conf, sizeof conf, "%s", config);
+  }
+  dao_status s = dao_tiered_create(device, host, 4 * bytes, conf, &pool);
+  if (s != DAO_OK) {
+    fprintf(stderr, "bench_tiered: dao_tiered_create(%s): %s\n", config, dao_last_error());
+    free(w);
+    free(src);
+    return 1;
+  }
+  for (i = 0; i < weights; ++i) {
+    memset(src, (int)(i + 1), bytes);
+    if (dao_tensor_create(pool, bytes, &w[i]) != DAO_OK ||
+        dao_tensor_write(w[i], src, bytes) != DAO_OK) {
+      fprintf(stderr, "bench_tiered: weight %zu: %s\n", i, dao_last_error());
+      return 1;
+    }
+  }
+  /* The writes land in the host tier: measure from the first kernel. */
+  if (dao_tiered_synchronize(pool) != DAO_OK) return 1;
+  dao_tiered_link_stats before;
+  memset(&before, 0, sizeof before);
+  before.struct_size = sizeof before;
+  dao_tiered_get_link_stats(pool, &before);
+  const uint64_t t0 = mono_ns();
+  for (p = 0; p < passes; ++p)
+    for (i = 0; i < weights; ++i) {
+      if (dao_kernel_submit(pool, k_compute, &kt, &w[i], 1, NULL, 0) != DAO_OK) {
+        fprintf(stderr, "bench_tiered: submit: %s\n", dao_last_error());
+        return 1;
+      }
+    }
+  s = dao_tiered_synchronize(pool);
+  r->wall_s = (double)(mono_ns() - t0) / 1e9;
+  r->st.struct_size = sizeof r->st;
+  r->ls.struct_size = sizeof r->ls;
+  dao_tiered_get_stats(pool, &r->st);
+  dao_tiered_get_link_stats(pool, &r->ls);
+  /* Only what the passes did (the writes copied nothing to the device). */
+  r->ls.stall_ns -= before.stall_ns;
+  r->ls.hidden_ns = r->ls.copy_ns > r->ls.stall_ns ? r->ls.copy_ns - r->ls.stall_ns : 0;
+  /* Every weight still holds what was written. */
+  r->ok = s == DAO_OK;
+  for (i = 0; i < weights && r->ok; ++i) {
+    unsigned char first = 0;
+    if (dao_tensor_read(w[i], src, bytes) != DAO_OK) r->ok = 0;
+    first = src[0];
+    if (first != (unsigned char)(i + 1) || src[bytes - 1] != first) r->ok = 0;
+  }
+  for (i = 0; i < weights; ++i) dao_tensor_release(w[i]);
+  dao_tiered_destroy(pool);
+  free(w);
+  free(src);
+  return r->ok ? 0 : 1;
+}
+
+static void stream_row(const char *name, const stream_result *r) {
+  const dao_tiered_link_stats *l = &r->ls;
+  const double compute = (double)l->kernel_ns / 1e9;
+  printf("%-34s %7.3f %7.3f %6.2f %8.2f %7.3f %8.2f %7.3f %6.1f %7.2f\n", name, r->wall_s, compute,
+         compute > 0 ? r->wall_s / compute : 0.0, (double)l->bytes_to_device / 1e9,
+         (double)l->copy_ns_to_device / 1e9, (double)l->to_device_bytes_per_s / 1e9,
+         (double)l->stall_ns / 1e9,
+         l->copy_ns > 0 ? 100.0 * (double)l->hidden_ns / (double)l->copy_ns : 0.0,
+         (double)(l->bytes_to_device + l->bytes_to_host) / (double)MIB);
+}
+
+int bench_stream(const options *o) {
+  const double scale = (double)o->scale;
+  const size_t bytes = (size_t)o->weight_mib * MIB, weights = 16, passes = 3;
+  const int cuda = o->cuda;
+  const double pinned = H200_PINNED * 1e9 / (cuda ? 1 : scale);
+  const double to_dev = H200_PAGEABLE_TO_DEVICE * 1e9 / (cuda ? 1 : scale);
+  const double to_host = H200_PAGEABLE_TO_HOST * 1e9 / (cuda ? 1 : scale);
+  char link[256], cfg[512], b1[32];
+  snprintf(link, sizeof link,
+           "link_bandwidth=%.0fB/s,pageable_to_device=%.0fB/s,pageable_to_host=%.0fB/s", pinned,
+           to_dev, to_host);
+  printf("bench_tiered --stream: libdao %s, build %s\n", dao_version_string(),
+         DAO_BENCH_BUILD_TYPE[0] ? DAO_BENCH_BUILD_TYPE : "(unknown)");
+  printf(
+      "cyclic weight streaming: %zu weights of %s, %zu passes, budget of 4 weights, prefetch 2\n",
+      weights, format_bytes((double)bytes, b1, sizeof b1), passes);
+  if (cuda) {
+    printf("device: cuda:0 and its own link; targets against the H200's measured rates: pinned "
+           "%.2f GB/s, pageable %.2f GB/s to the device, %.2f back\n\n",
+           pinned / 1e9, to_dev / 1e9, to_host / 1e9);
+  } else {
+    printf("SIM link: the h200 profile's rates / %g: pinned %.2f GB/s, pageable %.2f GB/s to "
+           "the device, %.2f back\n\n",
+           scale, pinned / 1e9, to_dev / 1e9, to_host / 1e9);
+  }
+  /* A weight's copy at the pageable rate; kernels that compute 1.05x that. */
+  const uint64_t copy_pageable_ns = (uint64_t)((double)bytes / to_dev * 1e9);
+  const uint64_t copy_pinned_ns = (uint64_t)((double)bytes / pinned * 1e9);
+  printf("%-34s %7s %7s %6s %8s %7s %8s %7s %6s %7s\n", "case", "wall_s", "comp_s", "w/c", "H2D_GB",
+         "copy_s", "GB/s", "stall_s", "hid%", "movedMiB");
+  struct {
+    const char *name, *extra;
+    uint64_t kernel_ns;
+  } cases[] = {
+      {"pageable staged, transfer-bound", "", 0},
+      {"pageable staged, compute 1.05x", "", copy_pageable_ns + copy_pageable_ns / 20},
+      {"pageable unstaged, transfer-bound", ",staging_buffers=0", 0},
+      {"pageable unstaged, compute 1.05x", ",staging_buffers=0",
+       copy_pageable_ns + copy_pageable_ns / 20},
+      {"pinned, transfer-bound", ",sim_host=pinned", 0},
+      {"pinned, compute 1.05x", ",sim_host=pinned", copy_pinned_ns + copy_pinned_ns / 20},
+  };
+  stream_result res[6];
+  int rc = 0;
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; ++c) {
+    snprintf(cfg, sizeof cfg, "%s%s%s%s", link, cases[c].extra, o->extra[0] ? "," : "", o->extra);
+    if (stream_run(cuda, weights, bytes, passes, cfg, cases[c].kernel_ns, &res[c]) != 0) {
+      rc = EXIT_ERROR;
+    }
+    stream_row(cases[c].name, &res[c]);
+    fflush(stdout);
+  }
+  /* Policies on the same pattern, transfer-bound, pinned (bytes only),
+     with the default prefetch (2 of the 4 slots ahead) and without. */
+  stream_result pol[4];
+  const char *const policies[] = {"belady", "lru", "belady,prefetch=0", "lru,prefetch=0"};
+  for (size_t p = 0; p < 4; ++p) {
+    char name[64];
+    snprintf(cfg, sizeof cfg, "%s,sim_host=pinned,policy=%s%s%s", link, policies[p],
+             o->extra[0] ? "," : "", o->extra);
+    if (stream_run(cuda, weights, bytes, passes, cfg, 0, &pol[p]) != 0) rc = EXIT_ERROR;
+    snprintf(name, sizeof name, "policy=%s (pinned)", policies[p]);
+    stream_row(name, &pol[p]);
+  }
+  const double rate_pageable = (double)res[0].ls.to_device_bytes_per_s / to_dev;
+  const double wall_ratio = res[1].wall_s / ((double)res[1].ls.kernel_ns / 1e9);
+  const double rate_pinned = (double)res[4].ls.to_device_bytes_per_s / pinned;
+  const double hidden_pinned =
+      res[5].ls.copy_ns > 0 ? (double)res[5].ls.hidden_ns / (double)res[5].ls.copy_ns : 0;
+  const uint64_t moved_b = pol[0].ls.bytes_to_device + pol[0].ls.bytes_to_host;
+  const uint64_t moved_l = pol[1].ls.bytes_to_device + pol[1].ls.bytes_to_host;
+  printf("\ntargets (issue 21)\n");
+  printf("pageable, transfer-bound: >= 80 %% of the pageable rate   %s (%.1f %%)\n",
+         rate_pageable >= 0.8 ? "ok" : "MISS", 100 * rate_pageable);
+  printf("pageable, compute >= copies: wall <= 1.1x compute      %s (%.3fx)\n",
+         wall_ratio <= 1.1 ? "ok" : "MISS", wall_ratio);
+  printf("pinned, transfer-bound: >= 95 %% of the link            %s (%.1f %%)\n",
+         rate_pinned >= 0.95 ? "ok" : "MISS", 100 * rate_pinned);
+  printf("pinned, compute >= copies: >= 95 %% of copy time hidden %s (%.1f %%)\n",
+         hidden_pinned >= 0.95 ? "ok" : "MISS", 100 * hidden_pinned);
+  const uint64_t moved_b0 = pol[2].ls.bytes_to_device + pol[2].ls.bytes_to_host;
+  const uint64_t moved_l0 = pol[3].ls.bytes_to_device + pol[3].ls.bytes_to_host;
+  printf("cyclic pattern: belady moves fewer bytes than lru       %s (%.0f vs %.0f MiB; "
+         "prefetch=0: %.0f vs %.0f MiB)\n",
+         moved_b < moved_l && moved_b0 < moved_l0 ? "ok" : "MISS", (double)moved_b / (double)MIB,
+         (double)moved_l / (double)MIB, (double)moved_b0 / (double)MIB,
+         (double)moved_l0 / (double)MIB);
+  printf("\nwall_s: first submit to the end of dao_tiered_synchronize; comp_s: time in kernels "
+         "(kernel_ns);\nw/c: wall / compute; H2D_GB, copy_s, GB/s: bytes, copy time and rate to "
+         "the device;\nstall_s: the executor's waits for data; hid%%: hidden_ns / copy_ns; "
+         "movedMiB: both ways\n");
+  return rc;
+}
+
+/* --- the executor's cost per kernel on a big graph ------------------------ */
+
+static dao_status k_empty(void *user_data, void *const *inputs, size_t input_count,
+                          void *const *outputs, size_t output_count, dao_stream stream) {
+  (void)user_data;
+  (void)inputs;
+  (void)input_count;
+  (void)outputs;
+  (void)output_count;
+  (void)stream;
+  return DAO_OK;
+}
+
+/* One pool of n tensors of `bytes` in `budget`; 3 rounds of `kernels`. */
+static int graph_rounds(size_t n, size_t bytes, size_t budget, size_t kernels, const char *what) {
+  dao_tiered *pool = NULL;
+  uint64_t seed = 12345;
+  int rc = 0;
+  if (dao_tiered_create(dao_place_sim(0), dao_place_cpu(), budget, "", &pool) != DAO_OK) {
+    fprintf(stderr, "bench_tiered: dao_tiered_create: %s\n", dao_last_error());
+    return EXIT_ERROR;
+  }
+  dao_tensor **t = xmalloc(n * sizeof *t);
+  for (size_t i = 0; i < n; ++i) {
+    if (dao_tensor_create(pool, bytes, &t[i]) != DAO_OK) return EXIT_ERROR;
+  }
+  /* Every tensor produced once. */
+  for (size_t i = 0; i < n; ++i)
+    if (dao_kernel_submit(pool, k_empty, NULL, NULL, 0, &t[i], 1) != DAO_OK) return EXIT_ERROR;
+  dao_tiered_synchronize(pool);
+  for (int round = 0; round < 3; ++round) {
+    const uint64_t t0 = mono_ns();
+    for (size_t k = 0; k < kernels; ++k) {
+      dao_tensor *in[3], *out[1];
+      for (int j = 0; j < 3; ++j) in[j] = t[(seed = mix64(seed)) % n];
+      out[0] = t[(seed = mix64(seed)) % n];
+      if (dao_kernel_submit(pool, k_empty, NULL, in, 3, out, 1) != DAO_OK) {
+        fprintf(stderr, "bench_tiered: submit: %s\n", dao_last_error());
+        rc = EXIT_ERROR;
+        break;
+      }
+    }
+    if (dao_tiered_synchronize(pool) != DAO_OK) rc = EXIT_ERROR;
+    const double per = (double)(mono_ns() - t0) / (double)kernels / 1e3;
+    printf("%zu live tensors, %s, round %d: %.2f us per kernel", n, what, round + 1, per);
+    if (budget >= n * bytes) {
+      printf(" (target < %.0f us: %s)", TARGET_OVERHEAD_US,
+             per < TARGET_OVERHEAD_US ? "ok" : "MISS");
+    }
+    printf("\n");
+  }
+  for (size_t i = 0; i < n; ++i) dao_tensor_release(t[i]);
+  dao_tiered_destroy(pool);
+  free(t);
+  return rc;
+}
+
+int bench_graph(const options *o) {
+  const size_t n = (size_t)o->graph_tensors, kernels = (size_t)o->graph_kernels;
+  const size_t bytes = 4 * KIB;
+  printf("bench_tiered --graph: libdao %s, build %s; kernels of 3 inputs + 1 output drawn at "
+         "random, empty; wall time from the first submit to the end of synchronize\n",
+         dao_version_string(), DAO_BENCH_BUILD_TYPE[0] ? DAO_BENCH_BUILD_TYPE : "(unknown)");
+  int rc = graph_rounds(n, bytes, n * bytes + MIB, kernels, "everything fits");
+  /* With evictions: a quarter of the kernels' (fewer, they copy). */
+  if (rc == 0) rc = graph_rounds(n, bytes, n * bytes / 2, kernels / 4, "budget 50 %");
+  return rc;
+}
