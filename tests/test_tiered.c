@@ -209,6 +209,8 @@ static void run_program(size_t budget, const char *config, int expect_evictions)
     }
   }
   assert_ok(dao_tiered_synchronize(pool));
+  /* the copies the last kernels caused have finished too */
+  for (t = 0; t < NT; ++t) assert_int_not_equal(state_of(ts[t]), DAO_TENSOR_IN_TRANSIT);
   for (t = 0; t < NT; ++t) {
     assert_ok(dao_tensor_read(ts[t], scratch, prog.words[t] * 4));
     if (memcmp(scratch, model[t], prog.words[t] * 4) != 0) {

@@ -339,7 +339,9 @@ DAO_API dao_status dao_kernel_submit(dao_tiered *pool, dao_kernel_fn fn, void *u
                                      dao_tensor *const *outputs, size_t output_count);
 
 /**
- * @brief Wait until every submitted kernel has run.
+ * @brief Wait until every submitted kernel has run, and the copies between
+ *        the tiers that they caused (evictions, prefetches) have finished:
+ *        every tensor is then on the device or on the host, none in transit.
  * @param[in] pool The pool.
  * @retval DAO_OK                   All ran.
  * @retval DAO_ERR_INVALID_ARGUMENT NULL or not a pool.

@@ -87,6 +87,11 @@ void executor::wait_drained(std::unique_lock<std::mutex>& lock) {
   wait_for(lock, target, [&] { return ops_completed_ >= target; });
 }
 
+void executor::settle_copies(std::unique_lock<std::mutex>& lock) {
+  unlocked u(lock);
+  copies_.quiesce();
+}
+
 // --- the thread ------------------------------------------------------------
 
 void executor::run() noexcept {

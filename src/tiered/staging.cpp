@@ -192,6 +192,15 @@ void staging_lane::wait_counter(const std::uint64_t& counter, std::uint64_t n) {
 
 void staging_lane::wait_dma(std::uint64_t n) { wait_counter(dma_done_, n); }
 
+void staging_lane::drain() {
+  std::uint64_t n;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    n = submitted_;
+  }
+  wait_done(n);
+}
+
 void staging_lane::wait_done(std::uint64_t n) { wait_counter(done_, n); }
 
 bool staging_lane::is_done(std::uint64_t n) {

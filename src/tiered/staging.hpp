@@ -121,8 +121,8 @@ class staging_lane {
   void wait_dma(std::uint64_t n);
   void wait_done(std::uint64_t n);
   bool is_done(std::uint64_t n);
-  // Every job so far done.
-  void drain() { wait_done(submitted_); }
+  // Every job submitted before the call done (any thread may call it).
+  void drain();
 
  private:
   struct job {

@@ -342,6 +342,9 @@ void tiered_pool::synchronize() {
   if (executor_.failed()) {
     throw invalid_state(strprintf("dao_tiered_synchronize: %s", executor_.fail_message().c_str()));
   }
+  // The evictions and prefetches the last kernels caused run on after them:
+  // once this returns no tensor is in transit.
+  executor_.settle_copies(lock);
 }
 
 void tiered_pool::trim() {

@@ -200,6 +200,12 @@ void transfers::settle_copies() {
   add_waited(t0);
 }
 
+void transfers::quiesce() {
+  drain_lanes();
+  d2h().synchronize();
+  h2d().synchronize();
+}
+
 void transfers::note_vacated(const tiered_tensor& t) {
   if (t.staged_dir == kToDevice) {
     if (!to_device_->is_done(t.staged_job)) {

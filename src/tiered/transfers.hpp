@@ -92,6 +92,9 @@ class transfers {
   void wait_copies();
   // The same, asking each stream first (cheaper when it is idle).
   void settle_copies();
+  // From any thread, once the executor is idle: waits for every copy
+  // queued so far (dao_tiered_synchronize); not counted as a stall.
+  void quiesce();
 
   // The copies a kernel must wait for: recorded by fence_kernel (with the
   // mutex held, before prefetches are queued), waited for by wait_fence:

@@ -1236,7 +1236,9 @@ module dao_c
       integer(c_int) :: r
     end function dao_kernel_submit
 
-    !> Wait until every submitted kernel has run.
+    !> Wait until every submitted kernel has run, and the copies between the tiers that they caused
+    !> (evictions, prefetches) have finished: every tensor is then on the device or on the host,
+    !> none in transit.
     function dao_tiered_synchronize(pool) bind(C, name="dao_tiered_synchronize") result(r)
       import :: c_int, c_ptr
       type(c_ptr), value :: pool

@@ -765,7 +765,9 @@ FUNCTIONS = {
     "dao_kernel_submit": (dao_status, (
         c_void_p, dao_kernel_fn, c_void_p, POINTER(c_void_p), c_size_t, POINTER(c_void_p),
         c_size_t,)),
-    # dao_tiered_synchronize(pool): Wait until every submitted kernel has run.
+    # dao_tiered_synchronize(pool): Wait until every submitted kernel has run, and the copies
+    # between the tiers that they caused (evictions, prefetches) have finished: every tensor is then
+    # on the device or on the host, none in transit.
     "dao_tiered_synchronize": (dao_status, (c_void_p,)),
     # dao_tiered_trim(pool): Give the pool's device memory back: wait until every kernel submitted
     # so far has run, move every resident tensor to the host tier (copying those whose host copy is

@@ -794,7 +794,9 @@ dao_kernel_submit(pool, fn, user_data, inputs, input_count, outputs, output_coun
                   (Ptr{Cvoid}, Ptr{Cvoid}, Ptr{Cvoid}, Ptr{Ptr{Cvoid}}, Csize_t, Ptr{Ptr{Cvoid}},
                    Csize_t),
                   pool, fn, user_data, inputs, input_count, outputs, output_count)
-# Wait until every submitted kernel has run.
+# Wait until every submitted kernel has run, and the copies between the tiers that they caused
+# (evictions, prefetches) have finished: every tensor is then on the device or on the host, none in
+# transit.
 dao_tiered_synchronize(pool) =
     @gcsafe ccall((:dao_tiered_synchronize, libdao), Cint, (Ptr{Cvoid},), pool)
 # Give the pool's device memory back: wait until every kernel submitted so far has run, move every

@@ -1226,7 +1226,9 @@ extern "C" {
         outputs: *const *mut dao_tensor,
         output_count: usize,
     ) -> dao_status;
-    /// Wait until every submitted kernel has run.
+    /// Wait until every submitted kernel has run, and the copies between the tiers that they caused
+    /// (evictions, prefetches) have finished: every tensor is then on the device or on the host,
+    /// none in transit.
     pub fn dao_tiered_synchronize(pool: *mut dao_tiered) -> dao_status;
     /// Give the pool's device memory back: wait until every kernel submitted so far has run, move
     /// every resident tensor to the host tier (copying those whose host copy is stale), and return
