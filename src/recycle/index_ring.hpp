@@ -33,7 +33,16 @@ class index_ring {
 
   // Removes the oldest value; false when there is none (or when the oldest
   // is still being written by its push, which then wakes sleepers itself).
-  bool try_pop(std::uint32_t& value) noexcept;
+  // `position` receives its position in the order of pushes.
+  bool try_pop(std::uint32_t& value, std::uint64_t& position) noexcept;
+
+  // Pushes and pops so far (each counted when it claims its position, before
+  // the value is written or read). Only grow; tail_ is written by pushes
+  // only and head_ by pops only, so a pipeline's fill side and operate side
+  // each keep their own counter on their own line (the pool's statistics
+  // use them as its submitted and taken counts).
+  std::uint64_t pushed() const noexcept { return tail_.load(std::memory_order_seq_cst); }
+  std::uint64_t popped() const noexcept { return head_.load(std::memory_order_seq_cst); }
 
  private:
   struct cell {
@@ -60,7 +69,8 @@ inline void index_ring::push(std::uint32_t value, Stamp&& stamp) noexcept {
     const std::uint64_t turn = c.turn.load(std::memory_order_acquire);
     const auto diff = static_cast<std::int64_t>(turn - pos);
     if (diff == 0) {
-      if (tail_.compare_exchange_weak(pos, pos + 1, std::memory_order_relaxed)) {
+      if (tail_.compare_exchange_weak(pos, pos + 1, std::memory_order_seq_cst,
+                                      std::memory_order_relaxed)) {
         c.value = value;
         stamp(pos);
         // Sequentially consistent, so that the waker's look at the waiter
@@ -83,7 +93,7 @@ inline void index_ring::push(std::uint32_t value, Stamp&& stamp) noexcept {
   }
 }
 
-inline bool index_ring::try_pop(std::uint32_t& value) noexcept {
+inline bool index_ring::try_pop(std::uint32_t& value, std::uint64_t& position) noexcept {
   std::uint64_t pos = head_.load(std::memory_order_relaxed);
   for (;;) {
     cell& c = cells_[pos & mask_];
@@ -93,8 +103,10 @@ inline bool index_ring::try_pop(std::uint32_t& value) noexcept {
     const std::uint64_t turn = c.turn.load(std::memory_order_seq_cst);
     const auto diff = static_cast<std::int64_t>(turn - (pos + 1));
     if (diff == 0) {
-      if (head_.compare_exchange_weak(pos, pos + 1, std::memory_order_relaxed)) {
+      if (head_.compare_exchange_weak(pos, pos + 1, std::memory_order_seq_cst,
+                                      std::memory_order_relaxed)) {
         value = c.value;
+        position = pos;
         c.turn.store(pos + mask_ + 1, std::memory_order_release);
         return true;
       }
