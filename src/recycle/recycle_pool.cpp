@@ -553,12 +553,17 @@ void recycle_pool::push_free(std::uint32_t index) noexcept {
   });
 }
 
-bool recycle_pool::pop_free(recycle_buffer*& out) noexcept {
+bool recycle_pool::pop_free(recycle_buffer*& out, std::uint64_t& acquired) noexcept {
   std::uint32_t i;
   if (!free_.try_pop(i, [this](std::uint32_t k) -> std::atomic<std::uint32_t>& {
         return records_[k].next_free;
       }))
     return false;
+  // Counted right after the pop, while the store buffer is empty (the pop's
+  // exchange drained it): after the stores to the buffer's record below, a
+  // locked add would wait until they reach this core's cache, and the
+  // record's line usually comes from the thread that released the buffer.
+  acquired = acquired_.fetch_add(1, std::memory_order_seq_cst) + 1;
   recycle_buffer& b = records_[i];
   unpoison(b.data);
   // A free buffer's state is 0 and nobody may change it (retain and release
@@ -569,30 +574,34 @@ bool recycle_pool::pop_free(recycle_buffer*& out) noexcept {
 }
 
 bool recycle_pool::pop_ready(recycle_buffer*& out, std::uint64_t& position) noexcept {
-  std::uint32_t i;
-  if (!ready_.try_pop(i, position)) return false;
-  recycle_buffer& b = records_[i];
-  // Clear the queued flag and give the queue's reference to the caller in
-  // one step; holders that retained before submit may change the count
-  // meanwhile, hence an atomic add rather than a store.
-  b.state.fetch_add(std::uint64_t(1) - kQueuedBit, std::memory_order_acq_rel);
-  out = &b;
-  return true;
+  return ready_.try_pop([&](std::uint32_t i, std::uint64_t pos) {
+    recycle_buffer& b = records_[i];
+    // Clear the queued flag and give the queue's reference to the caller in
+    // one step; holders that retained before submit may change the count
+    // meanwhile, hence an atomic add rather than a store.
+    b.state.fetch_add(std::uint64_t(1) - kQueuedBit, std::memory_order_acq_rel);
+    out = &b;
+    position = pos;
+  });
 }
 
 dao_status recycle_pool::acquire(double timeout, recycle_buffer*& out) {
   static const char* const kFunction = "dao_recycle_acquire";
   check_timeout(timeout, kFunction);
   recycle_buffer* b = nullptr;
+  std::uint64_t acquired = 0;  // acquired_ after this acquire counted itself
   auto try_once = [&] {
     if (closed_.load(std::memory_order_acquire)) return attempt::closed;
-    return pop_free(b) ? attempt::got : attempt::none;
+    return pop_free(b, acquired) ? attempt::got : attempt::none;
   };
   attempt result = try_once();
   if (result == attempt::none && created_.load(std::memory_order_acquire) < max_buffers_) {
     // Throws out_of_memory; nullptr when another thread made the last one.
     b = create_buffer(true, kFunction);
-    if (b != nullptr) result = attempt::got;
+    if (b != nullptr) {
+      acquired = acquired_.fetch_add(1, std::memory_order_seq_cst) + 1;
+      result = attempt::got;
+    }
   }
   if (result == attempt::none && timeout != 0) {
     result = wait_for(free_wait_, try_once, timeout, acquire_waits_, acquire_wait_ns_);
@@ -600,7 +609,7 @@ dao_status recycle_pool::acquire(double timeout, recycle_buffer*& out) {
   switch (result) {
     case attempt::got:
       b->sequence.store(UINT64_MAX, std::memory_order_relaxed);
-      note_acquired(acquired_.fetch_add(1, std::memory_order_seq_cst) + 1);
+      note_acquired(acquired);
       out = b;
       return DAO_OK;
     case attempt::closed: return closed_status(kFunction, "; it gives out no more buffers");

@@ -139,7 +139,8 @@ class recycle_pool {
   void wake_one(wait_point& w) noexcept;
   void wake_all(wait_point& w) noexcept;
   void push_free(std::uint32_t index) noexcept;
-  bool pop_free(recycle_buffer*& out) noexcept;
+  // `acquired`: acquired_ after counting this acquire.
+  bool pop_free(recycle_buffer*& out, std::uint64_t& acquired) noexcept;
   // `position`: the buffer's position in the ready ring (its sequence).
   bool pop_ready(recycle_buffer*& out, std::uint64_t& position) noexcept;
   struct counts {
