@@ -14,11 +14,15 @@
  *     it sees each producer's counters in increasing order;
  *   - references: some producers keep a reference across submit and read
  *     the buffer after it is queued; some consumers retain and release;
+ *   - statistics read while the threads run: created = free + queued + held
+ *     in every read, each count within the pool's size, peaks within it,
+ *     and no counter, peak or created ever goes down between two reads;
  *   - at the end every buffer is free and the statistics add up.
  * Label "stress". About 0.25 s on two cores, 3.5 s under ThreadSanitizer. */
 #define _POSIX_C_SOURCE 200809L
 
 #include <pthread.h>
+#include <sched.h>
 
 #include "dao_test.h"
 
@@ -215,9 +219,42 @@ static void *consumer_main(void *arg) {
   return NULL;
 }
 
+static int stats_done; /* __atomic: the stats reader stops */
+static long stats_reads;
+
+/* Reads the statistics over and over while producers and consumers run
+ * (at least once, however the threads are scheduled). */
+static void *stats_main(void *arg) {
+  dao_recycle_stats last, s;
+  (void)arg;
+  memset(&last, 0, sizeof last);
+  do {
+    memset(&s, 0, sizeof s);
+    s.struct_size = sizeof s;
+    if (dao_recycle_get_stats(pool, &s) != DAO_OK) {
+      error_at("stats: get_stats failed");
+      break;
+    }
+    ++stats_reads;
+    if (s.created != s.free + s.queued + s.held) error_at("stats: created != free + queued + held");
+    if (s.created > kPoolBuffers || s.created < kPreallocate)
+      error_at("stats: created out of range");
+    if (s.peak_free > kPoolBuffers || s.peak_queued > kPoolBuffers || s.peak_held > kPoolBuffers)
+      error_at("stats: a peak above the pool's size");
+    if (s.created < last.created || s.acquired < last.acquired || s.submitted < last.submitted ||
+        s.taken < last.taken || s.peak_free < last.peak_free || s.peak_queued < last.peak_queued ||
+        s.peak_held < last.peak_held || s.acquire_waits < last.acquire_waits ||
+        s.take_waits < last.take_waits)
+      error_at("stats: a counter went down");
+    last = s;
+    sched_yield(); /* leave the cores to the pipeline's threads */
+  } while (!__atomic_load_n(&stats_done, __ATOMIC_ACQUIRE));
+  return NULL;
+}
+
 static void producers_and_consumers(void **state) {
   const size_t shape[1] = {256};
-  pthread_t producers[kProducers], consumers[kConsumers];
+  pthread_t producers[kProducers], consumers[kConsumers], stats_reader;
   consumer_state cs[kConsumers];
   dao_recycle_stats s;
   long taken = 0;
@@ -233,6 +270,7 @@ static void producers_and_consumers(void **state) {
     cs[i].taken = 0;
     assert_int_equal(pthread_create(&consumers[i], NULL, consumer_main, &cs[i]), 0);
   }
+  assert_int_equal(pthread_create(&stats_reader, NULL, stats_main, NULL), 0);
   for (i = 0; i < kProducers; ++i)
     assert_int_equal(pthread_create(&producers[i], NULL, producer_main, (void *)(intptr_t)i), 0);
   for (i = 0; i < kProducers; ++i) assert_int_equal(pthread_join(producers[i], NULL), 0);
@@ -242,6 +280,9 @@ static void producers_and_consumers(void **state) {
     assert_int_equal(pthread_join(consumers[i], NULL), 0);
     taken += cs[i].taken;
   }
+  __atomic_store_n(&stats_done, 1, __ATOMIC_RELEASE);
+  assert_int_equal(pthread_join(stats_reader, NULL), 0);
+  assert_true(stats_reads >= 1);
   pthread_barrier_destroy(&start_line);
 
   assert_int_equal(__atomic_load_n(&errors, __ATOMIC_RELAXED), 0);
@@ -278,11 +319,11 @@ static void producers_and_consumers(void **state) {
   assert_true(s.peak_queued >= 1);
   assert_true(s.peak_held >= 1);
   printf("recycle stress: %d buffers, %llu created, peaks free/queued/held %llu/%llu/%llu, "
-         "waits acquire/take %llu/%llu, timeouts %llu\n",
+         "waits acquire/take %llu/%llu, timeouts %llu, %ld statistics reads meanwhile\n",
          kTotal, (unsigned long long)s.created, (unsigned long long)s.peak_free,
          (unsigned long long)s.peak_queued, (unsigned long long)s.peak_held,
          (unsigned long long)s.acquire_waits, (unsigned long long)s.take_waits,
-         (unsigned long long)s.timeouts);
+         (unsigned long long)s.timeouts, stats_reads);
   assert_ok(dao_recycle_destroy(pool));
 }
 

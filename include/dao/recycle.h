@@ -194,9 +194,13 @@ DAO_API dao_status dao_recycle_take(dao_recycle_pool *pool, double timeout, dao_
 DAO_API dao_status dao_recycle_close(dao_recycle_pool *pool);
 
 /**
- * @brief Read a pool's statistics. created, free, queued and held are one
- *        atomic snapshot (created = free + queued + held); the peaks and
- *        counters are read just after and are exact when no call runs.
+ * @brief Read a pool's statistics. Every field is exact when no call runs,
+ *        and created = free + queued + held always. While calls run,
+ *        created, free, queued and held are the counts of one instant
+ *        when two reads of the counters agree, else (a pipeline changing
+ *        them faster, after 100 tries) a few operations apart; peaks can
+ *        be below the true high by the calls running at that moment
+ *        (docs/recycle.md, "Statistics").
  * @param[in]     pool  The pool.
  * @param[in,out] stats Caller's struct with `struct_size` set; the fields this
  *                      version knows are written, nothing past them.

@@ -30,31 +30,23 @@ using clock_type = std::chrono::steady_clock;
 constexpr std::uint64_t kRefMask = 0xffffffffull;
 constexpr std::uint64_t kQueuedBit = std::uint64_t(1) << 32;
 
-// recycle_pool::counts_: free, queued and held, 21 bits each. Transitions
-// add one signed delta (in modular arithmetic), so the three always change
-// together. Two transitions of one buffer by different threads may land in
-// the word in the other order (the second thread's compare-and-swap on the
-// buffer can come before the first thread's update of the counts); a field
-// then reads as a huge number for that instant and is recognised as such.
-constexpr int kFreeShift = 0;
-constexpr int kQueuedShift = 21;
-constexpr int kHeldShift = 42;
-constexpr std::uint64_t kFieldMask = (std::uint64_t(1) << 21) - 1;
-constexpr std::uint64_t kFree = std::uint64_t(1) << kFreeShift;
-constexpr std::uint64_t kQueued = std::uint64_t(1) << kQueuedShift;
-constexpr std::uint64_t kHeld = std::uint64_t(1) << kHeldShift;
-static_assert(recycle_pool::kMaxBuffers < kFieldMask, "counts must fit their fields");
-
-enum grown_field { grown_none, grown_free, grown_queued, grown_held };
-
-std::uint64_t field(std::uint64_t counts, int shift) noexcept {
-  return (counts >> shift) & kFieldMask;
+template <class T>
+void raise_peak(std::atomic<T>& peak, T value) noexcept {
+  T seen = peak.load(std::memory_order_relaxed);
+  while (value > seen && !peak.compare_exchange_weak(seen, value, std::memory_order_seq_cst,
+                                                     std::memory_order_relaxed)) {
+  }
 }
 
-void raise_peak(std::atomic<std::uint64_t>& peak, std::uint64_t value) noexcept {
-  std::uint64_t seen = peak.load(std::memory_order_relaxed);
-  while (value > seen && !peak.compare_exchange_weak(seen, value, std::memory_order_relaxed)) {
-  }
+// a - b as a signed number (counters are modular).
+std::int64_t diff(std::uint64_t a, std::uint64_t b) noexcept {
+  return static_cast<std::int64_t>(a - b);
+}
+
+// `value` limited to 0 .. `most`.
+std::uint64_t clamp_count(std::int64_t value, std::uint64_t most) noexcept {
+  if (value <= 0) return 0;
+  return static_cast<std::uint64_t>(value) > most ? most : static_cast<std::uint64_t>(value);
 }
 
 // Longer timeouts (about 31 years) wait for ever; it keeps the deadline
@@ -253,53 +245,167 @@ recycle_buffer* recycle_pool::create_buffer(bool held, const char* function) {
   b.state.store(held ? 1 : 0, std::memory_order_relaxed);
   b.sequence.store(UINT64_MAX, std::memory_order_relaxed);
   b.magic = recycle_buffer::kMagic;
-  created_.store(n + 1, std::memory_order_release);
-  update_counts(held ? kHeld : kFree, held ? grown_held : grown_free);
+  created_.store(n + 1, std::memory_order_seq_cst);
+  // A buffer made held becomes held when acquire counts it (acquired_); a
+  // snapshot between here and there counts it free, but it is no new peak
+  // of free.
+  if (!held) note_freed(freed_.load(std::memory_order_seq_cst));
   return &b;
 }
 
 // ---------------------------------------------------------------------------
 // statistics
 
-void recycle_pool::update_counts(std::uint64_t delta, int grown) noexcept {
-  const std::uint64_t now = counts_.fetch_add(delta, std::memory_order_relaxed) + delta;
-  const std::uint64_t f = field(now, kFreeShift), q = field(now, kQueuedShift),
-                      h = field(now, kHeldShift);
-  if (f > max_buffers_ || q > max_buffers_ || h > max_buffers_) return;  // an instant out of order
-  switch (grown) {
-    case grown_free: raise_peak(peak_free_, f); break;
-    case grown_queued: raise_peak(peak_queued_, q); break;
-    case grown_held: raise_peak(peak_held_, h); break;
-    default: break;
-  }
+// The counts are not kept as such: each side of a pipeline counts its own
+// events on its own cache line (acquired_, and submitted as the ready
+// ring's push count, on the fill side's; freed_, and taken as the ring's pop
+// count, on the operate side's), and free, queued and held are
+// derived from them. Every event is counted in the same order as the state
+// change of its buffer (acquire after the pop from the free list, submit
+// before the push into the ready queue, take after the pop from it, the
+// last release before the push onto the free list), and all four only grow.
+//
+// A snapshot reads the five counters twice; when both reads agree, each
+// counter held that value from its first read to its second, so all five
+// held them together at one instant between the two passes: the counts are
+// one consistent snapshot (and exact when no call runs). A pipeline that
+// changes them faster than a reader can read them twice (a few hundred
+// nanoseconds) may make every try disagree; after kSnapshotTries the last
+// read is used, its counts clamped to 0 .. created and still summing to
+// created, a few operations apart from each other.
+namespace {
+constexpr int kSnapshotTries = 100;
 }
 
-// The counts free, queued and held (and created, their sum) are read in one
-// load, so created = free + queued + held always holds. The event counters
-// (acquired, submitted, taken, waits, timeouts) and the peaks are separate
-// relaxed counters read one after another: while other threads work, they
-// can be a few operations apart from each other and from the counts. When
-// no call runs, every field is exact.
-void recycle_pool::read_stats(dao_recycle_stats& s) const noexcept {
-  std::uint64_t c = counts_.load(std::memory_order_acquire);
-  for (int i = 0; i < 1000; ++i) {
-    if (field(c, kFreeShift) <= max_buffers_ && field(c, kQueuedShift) <= max_buffers_ &&
-        field(c, kHeldShift) <= max_buffers_)
-      break;
-    cpu_relax();
-    c = counts_.load(std::memory_order_acquire);
+recycle_pool::counts recycle_pool::read_counts() const noexcept {
+  struct raw {
+    std::uint64_t created, acquired, submitted, taken, freed;
+    bool operator==(const raw& o) const noexcept {
+      return created == o.created && acquired == o.acquired && submitted == o.submitted &&
+             taken == o.taken && freed == o.freed;
+    }
+  };
+  // Read in the reverse order of a buffer's lap (freed, taken, submitted,
+  // acquired, then created), so that even a read that disagrees has
+  // submitted >= taken and created >= anything counted before it.
+  const auto read = [this] {
+    raw r;
+    r.freed = freed_.load(std::memory_order_seq_cst);
+    r.taken = ready_.popped();
+    r.submitted = ready_.pushed();
+    r.acquired = acquired_.load(std::memory_order_seq_cst);
+    r.created = created_.load(std::memory_order_seq_cst);
+    return r;
+  };
+  raw r = read();
+  for (int i = 1; i < kSnapshotTries; ++i) {
+    const raw again = read();
+    if (again == r) break;
+    r = again;
   }
-  const auto clamp = [&](std::uint64_t v) { return v > max_buffers_ ? max_buffers_ : v; };
-  s.free = clamp(field(c, kFreeShift));
-  s.queued = clamp(field(c, kQueuedShift));
-  s.held = clamp(field(c, kHeldShift));
-  s.created = s.free + s.queued + s.held;
+  counts c;
+  c.created = r.created;
+  c.queued = clamp_count(diff(r.submitted, r.taken), c.created);
+  c.held =
+      clamp_count(diff(r.acquired, r.submitted) + diff(r.taken, r.freed), c.created - c.queued);
+  c.free = c.created - c.queued - c.held;
+  return c;
+}
+
+// Peaks. Each count rises at one kind of event only (held at acquire and
+// take, queued at submit, free at the last release and at creation); the
+// side that counts the event computes the new count and raises the peak.
+// The count needs the other side's counters, whose lines the other side
+// writes all the time; reading them on every call would bring back the
+// transfers that per-side counters avoid. So a side first rules out a new
+// peak from data that changes rarely (the peaks, created, a lower bound of
+// the other side's counter it read last time) and reads the other side's
+// line only when it cannot. When calls do not overlap the peaks are exact;
+// when they do, a peak is the highest count one of them computed, which
+// can be below the true high by the calls that ran at that same moment.
+
+void recycle_pool::raise_held_peak() noexcept {
+  const std::uint64_t r = freed_.load(std::memory_order_seq_cst);
+  const std::uint64_t t = ready_.popped();
+  const std::uint64_t s = ready_.pushed();
+  const std::uint64_t a = acquired_.load(std::memory_order_seq_cst);
+  const std::uint64_t c = created_.load(std::memory_order_seq_cst);
+  raise_peak(peak_held_, clamp_count(diff(a, s) + diff(t, r), c));
+}
+
+void recycle_pool::note_acquired(std::uint64_t a) noexcept {
+  const std::int64_t mine = diff(a, ready_.pushed());
+  if (mine > fill_held_peak_.load(std::memory_order_seq_cst)) {
+    // A new high of this side's part: publish it before reading the other
+    // side (which publishes its own highs before reading this side), so
+    // that of two sides rising at once, at least one sees the other.
+    raise_peak(fill_held_peak_, mine);
+    raise_held_peak();
+    return;
+  }
+  const std::uint64_t peak = peak_held_.load(std::memory_order_relaxed);
+  if (peak >= created_.load(std::memory_order_relaxed)) return;
+  if (mine + op_held_peak_.load(std::memory_order_seq_cst) <= static_cast<std::int64_t>(peak))
+    return;
+  raise_held_peak();
+}
+
+void recycle_pool::note_taken(std::uint64_t t) noexcept {
+  const std::int64_t mine = diff(t, freed_.load(std::memory_order_seq_cst));
+  if (mine > op_held_peak_.load(std::memory_order_seq_cst)) {
+    raise_peak(op_held_peak_, mine);
+    raise_held_peak();
+    return;
+  }
+  const std::uint64_t peak = peak_held_.load(std::memory_order_relaxed);
+  if (peak >= created_.load(std::memory_order_relaxed)) return;
+  if (mine + fill_held_peak_.load(std::memory_order_seq_cst) <= static_cast<std::int64_t>(peak))
+    return;
+  raise_held_peak();
+}
+
+void recycle_pool::note_submitted(std::uint64_t s) noexcept {
+  // queued = submitted - taken <= s - (a taken this side read before).
+  const std::uint64_t peak = peak_queued_.load(std::memory_order_relaxed);
+  if (diff(s, taken_seen_.load(std::memory_order_relaxed)) <= static_cast<std::int64_t>(peak))
+    return;
+  const std::uint64_t c = created_.load(std::memory_order_relaxed);
+  if (peak >= c) return;
+  const std::uint64_t t = ready_.popped();
+  taken_seen_.store(t, std::memory_order_relaxed);
+  raise_peak(peak_queued_, clamp_count(diff(s, t), c));
+}
+
+void recycle_pool::note_freed(std::uint64_t r) noexcept {
+  // free = created - acquired + freed <= created - (an acquired read before) + r.
+  const std::uint64_t peak = peak_free_.load(std::memory_order_relaxed);
+  const std::uint64_t c = created_.load(std::memory_order_seq_cst);
+  if (peak >= c) return;
+  if (diff(c, acquired_seen_.load(std::memory_order_relaxed)) + diff(r, 0) <=
+      static_cast<std::int64_t>(peak))
+    return;
+  const std::uint64_t a = acquired_.load(std::memory_order_seq_cst);
+  acquired_seen_.store(a, std::memory_order_relaxed);
+  raise_peak(peak_free_, clamp_count(diff(c, a) + diff(r, 0), c));
+}
+
+// The counts free, queued and held (and created, their sum) come from
+// read_counts(). The other event counters (waits, timeouts) and the peaks
+// are separate counters read one after another: while other threads work,
+// they can be a few operations apart from each other and from the counts.
+// When no call runs, every field is exact.
+void recycle_pool::read_stats(dao_recycle_stats& s) const noexcept {
+  const counts c = read_counts();
+  s.free = c.free;
+  s.queued = c.queued;
+  s.held = c.held;
+  s.created = c.created;
   s.peak_free = peak_free_.load(std::memory_order_relaxed);
   s.peak_queued = peak_queued_.load(std::memory_order_relaxed);
   s.peak_held = peak_held_.load(std::memory_order_relaxed);
   s.acquired = acquired_.load(std::memory_order_relaxed);
-  s.submitted = submitted_.load(std::memory_order_relaxed);
-  s.taken = taken_.load(std::memory_order_relaxed);
+  s.submitted = ready_.pushed();
+  s.taken = ready_.popped();
   s.acquire_waits = acquire_waits_.load(std::memory_order_relaxed);
   s.take_waits = take_waits_.load(std::memory_order_relaxed);
   s.acquire_wait_ns = acquire_wait_ns_.load(std::memory_order_relaxed);
@@ -447,48 +553,55 @@ void recycle_pool::push_free(std::uint32_t index) noexcept {
   });
 }
 
-bool recycle_pool::pop_free(recycle_buffer*& out) noexcept {
+bool recycle_pool::pop_free(recycle_buffer*& out, std::uint64_t& acquired) noexcept {
   std::uint32_t i;
   if (!free_.try_pop(i, [this](std::uint32_t k) -> std::atomic<std::uint32_t>& {
         return records_[k].next_free;
       }))
     return false;
+  // Counted right after the pop, while the store buffer is empty (the pop's
+  // exchange drained it): after the stores to the buffer's record below, a
+  // locked add would wait until they reach this core's cache, and the
+  // record's line usually comes from the thread that released the buffer.
+  acquired = acquired_.fetch_add(1, std::memory_order_seq_cst) + 1;
   recycle_buffer& b = records_[i];
   unpoison(b.data);
   // A free buffer's state is 0 and nobody may change it (retain and release
   // refuse a free buffer without writing), so a plain store takes it.
   b.state.store(1, std::memory_order_relaxed);
-  update_counts(kHeld - kFree, grown_held);
   out = &b;
   return true;
 }
 
-bool recycle_pool::pop_ready(recycle_buffer*& out) noexcept {
-  std::uint32_t i;
-  if (!ready_.try_pop(i)) return false;
-  recycle_buffer& b = records_[i];
-  // Clear the queued flag and give the queue's reference to the caller in
-  // one step; holders that retained before submit may change the count
-  // meanwhile, hence an atomic add rather than a store.
-  b.state.fetch_add(std::uint64_t(1) - kQueuedBit, std::memory_order_acq_rel);
-  update_counts(kHeld - kQueued, grown_held);
-  out = &b;
-  return true;
+bool recycle_pool::pop_ready(recycle_buffer*& out, std::uint64_t& position) noexcept {
+  return ready_.try_pop([&](std::uint32_t i, std::uint64_t pos) {
+    recycle_buffer& b = records_[i];
+    // Clear the queued flag and give the queue's reference to the caller in
+    // one step; holders that retained before submit may change the count
+    // meanwhile, hence an atomic add rather than a store.
+    b.state.fetch_add(std::uint64_t(1) - kQueuedBit, std::memory_order_acq_rel);
+    out = &b;
+    position = pos;
+  });
 }
 
 dao_status recycle_pool::acquire(double timeout, recycle_buffer*& out) {
   static const char* const kFunction = "dao_recycle_acquire";
   check_timeout(timeout, kFunction);
   recycle_buffer* b = nullptr;
+  std::uint64_t acquired = 0;  // acquired_ after this acquire counted itself
   auto try_once = [&] {
     if (closed_.load(std::memory_order_acquire)) return attempt::closed;
-    return pop_free(b) ? attempt::got : attempt::none;
+    return pop_free(b, acquired) ? attempt::got : attempt::none;
   };
   attempt result = try_once();
   if (result == attempt::none && created_.load(std::memory_order_acquire) < max_buffers_) {
     // Throws out_of_memory; nullptr when another thread made the last one.
     b = create_buffer(true, kFunction);
-    if (b != nullptr) result = attempt::got;
+    if (b != nullptr) {
+      acquired = acquired_.fetch_add(1, std::memory_order_seq_cst) + 1;
+      result = attempt::got;
+    }
   }
   if (result == attempt::none && timeout != 0) {
     result = wait_for(free_wait_, try_once, timeout, acquire_waits_, acquire_wait_ns_);
@@ -496,7 +609,7 @@ dao_status recycle_pool::acquire(double timeout, recycle_buffer*& out) {
   switch (result) {
     case attempt::got:
       b->sequence.store(UINT64_MAX, std::memory_order_relaxed);
-      acquired_.fetch_add(1, std::memory_order_relaxed);
+      note_acquired(acquired);
       out = b;
       return DAO_OK;
     case attempt::closed: return closed_status(kFunction, "; it gives out no more buffers");
@@ -525,13 +638,14 @@ dao_status recycle_pool::submit(recycle_buffer& b) {
                                       std::memory_order_relaxed))
       break;
   }
-  update_counts(kQueued - kHeld, grown_queued);
-  submitted_.fetch_add(1, std::memory_order_relaxed);
   // The position in the ready ring is the submission number: take pops in
-  // the same order.
-  ready_.push(b.index, [&b](std::uint64_t position) {
-    b.sequence.store(position, std::memory_order_relaxed);
+  // the same order. Claiming it counts the submission (ready_.pushed()).
+  std::uint64_t position = 0;
+  ready_.push(b.index, [&b, &position](std::uint64_t p) {
+    b.sequence.store(p, std::memory_order_relaxed);
+    position = p;
   });
+  note_submitted(position + 1);
   wake_one(ready_wait_);
   return DAO_OK;
 }
@@ -540,11 +654,12 @@ dao_status recycle_pool::take(double timeout, recycle_buffer*& out) {
   static const char* const kFunction = "dao_recycle_take";
   check_timeout(timeout, kFunction);
   recycle_buffer* b = nullptr;
+  std::uint64_t position = 0;
   auto try_once = [&] {
-    if (pop_ready(b)) return attempt::got;
+    if (pop_ready(b, position)) return attempt::got;
     if (!closed_.load(std::memory_order_acquire)) return attempt::none;
     // Closed: a submit may have landed between the pop and the look.
-    return pop_ready(b) ? attempt::got : attempt::closed;
+    return pop_ready(b, position) ? attempt::got : attempt::closed;
   };
   attempt result = try_once();
   if (result == attempt::none && timeout != 0) {
@@ -552,7 +667,7 @@ dao_status recycle_pool::take(double timeout, recycle_buffer*& out) {
   }
   switch (result) {
     case attempt::got:
-      taken_.fetch_add(1, std::memory_order_relaxed);
+      note_taken(position + 1);  // counted by the pop (ready_.popped())
       out = b;
       return DAO_OK;
     case attempt::closed: return closed_status(kFunction, " and its queue is empty");
@@ -609,7 +724,7 @@ dao_status recycle_pool::release(recycle_buffer& b) {
       break;
   }
   if (s - 1 == 0) {  // the last reference of a buffer that is not queued
-    update_counts(kFree - kHeld, grown_free);
+    note_freed(freed_.fetch_add(1, std::memory_order_seq_cst) + 1);
     poison(b.data);  // a use after the last release is reported under ASan
     push_free(b.index);
     wake_one(free_wait_);

@@ -139,9 +139,20 @@ class recycle_pool {
   void wake_one(wait_point& w) noexcept;
   void wake_all(wait_point& w) noexcept;
   void push_free(std::uint32_t index) noexcept;
-  bool pop_free(recycle_buffer*& out) noexcept;
-  bool pop_ready(recycle_buffer*& out) noexcept;
-  void update_counts(std::uint64_t delta, int grown) noexcept;
+  // `acquired`: acquired_ after counting this acquire.
+  bool pop_free(recycle_buffer*& out, std::uint64_t& acquired) noexcept;
+  // `position`: the buffer's position in the ready ring (its sequence).
+  bool pop_ready(recycle_buffer*& out, std::uint64_t& position) noexcept;
+  struct counts {
+    std::uint64_t created, free, queued, held;
+  };
+  // The four counts, derived from one read of the counters (see the .cpp).
+  counts read_counts() const noexcept;
+  void note_acquired(std::uint64_t acquired) noexcept;
+  void note_submitted(std::uint64_t submitted) noexcept;
+  void note_taken(std::uint64_t taken) noexcept;
+  void note_freed(std::uint64_t freed) noexcept;
+  void raise_held_peak() noexcept;
   dao_status closed_status(const char* function, const char* what) noexcept;
   dao_status timeout_status(const char* function, const char* tried_once, const char* waited,
                             double timeout) noexcept;
@@ -178,21 +189,39 @@ class recycle_pool {
   std::mutex create_mutex_;
   alignas(64) std::atomic<std::size_t> created_{0};
 
-  // --- statistics: free, queued and held counts packed in one word, so a
-  // reader sees the three (and created, their sum) at one instant ---
-  alignas(64) std::atomic<std::uint64_t> counts_{0};
+  // --- statistics (see read_stats in the .cpp): four event counters, each
+  // on the line of the side that writes it, from which free, queued and
+  // held are derived; no line is written by both sides of a pipeline.
+  // submitted and taken are the ready ring's push and pop counts
+  // (ready_.pushed(), ready_.popped()), which it keeps anyway ---
+  //   held   = acquired - submitted + taken - freed
+  //   queued = submitted - taken
+  //   free   = created - held - queued
+  // Fill side: acquire and submit.
+  alignas(64) std::atomic<std::uint64_t> acquired_{0};
+  std::atomic<std::uint64_t> acquire_waits_{0};
+  std::atomic<std::uint64_t> acquire_wait_ns_{0};
+  // The last ready_.popped() the fill side read: a lower bound of taken, so that
+  // submit can rule out a new peak of queued without reading the ring's
+  // pop count.
+  std::atomic<std::uint64_t> taken_seen_{0};
+  // Operate side: the last release of a buffer (and take, in ready_).
+  alignas(64) std::atomic<std::uint64_t> freed_{0};  // releases that made a buffer free
+  std::atomic<std::uint64_t> take_waits_{0};
+  std::atomic<std::uint64_t> take_wait_ns_{0};
+  // The last `acquired_` the operate side read (a lower bound, as above).
+  std::atomic<std::uint64_t> acquired_seen_{0};
+  // Peaks: read on every call, written only when a count reaches a new
+  // high, so they stay in both sides' caches. fill_held_peak_ and
+  // op_held_peak_ are the highs of acquired - submitted and of taken -
+  // freed (the two sides' parts of held, signed): a side rules out a new
+  // peak of held from its own part and the other's high.
   alignas(64) std::atomic<std::uint64_t> peak_free_{0};
   std::atomic<std::uint64_t> peak_queued_{0};
   std::atomic<std::uint64_t> peak_held_{0};
+  std::atomic<std::int64_t> fill_held_peak_{0};
+  std::atomic<std::int64_t> op_held_peak_{0};
   std::atomic<std::uint64_t> timeouts_{0};
-  // Written by the fill side and by the operate side: separate lines.
-  alignas(64) std::atomic<std::uint64_t> acquired_{0};
-  std::atomic<std::uint64_t> submitted_{0};
-  std::atomic<std::uint64_t> acquire_waits_{0};
-  std::atomic<std::uint64_t> acquire_wait_ns_{0};
-  alignas(64) std::atomic<std::uint64_t> taken_{0};
-  std::atomic<std::uint64_t> take_waits_{0};
-  std::atomic<std::uint64_t> take_wait_ns_{0};
 
   // --- sleepers ---
   wait_point free_wait_;   // acquires waiting for a free buffer
