@@ -57,6 +57,13 @@ struct tiered_tensor {
 
   // The pool's list of free records (tensor_records.hpp), once reclaimed.
   tiered_tensor* next_free = nullptr;
+
+  // Its entry in placement's index of resident tensors (resident_index.hpp),
+  // as it was last keyed: valid while `indexed`.
+  bool indexed = false;
+  double index_score = 0;
+  std::size_t index_copy = 0;
+  std::size_t index_offset = 0;
 };
 
 // The logical time of the next access not yet executed (UINT64_MAX: none).

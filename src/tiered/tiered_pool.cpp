@@ -187,6 +187,7 @@ void tiered_pool::write(tiered_tensor& t, const void* src, std::size_t bytes) {
     // Published: nothing below throws.
     o->t = ++clock_;
     append_access(t, o->t, false, true);
+    placement_.note_change(t);
     t.written = true;
   } catch (...) {
     memory_.host_free(staging, bytes);
@@ -248,6 +249,7 @@ void tiered_pool::read(tiered_tensor& t, void* dst, std::size_t bytes) {
   executor_.enqueue(&o);  // may throw: nothing queued then
   o.t = ++clock_;
   append_access(t, o.t, true, false);
+  placement_.note_change(t);
   executor_.wait_done(lock, o);
   if (o.status != DAO_OK) throw error(o.status, o.message);
 }
@@ -275,6 +277,7 @@ void tiered_pool::release(tiered_tensor& t) {
     o.release();
   }
   t.released = true;  // a failed pool frees it at destroy
+  placement_.note_change(t);
 }
 
 void tiered_pool::submit(dao_kernel_fn fn, void* user_data, tiered_tensor* const* inputs,
@@ -332,6 +335,8 @@ void tiered_pool::submit(dao_kernel_fn fn, void* user_data, tiered_tensor* const
     append_access(*t, o->t, false, true);
     t->written = true;
   }
+  // Their eviction scores (the index of resident tensors).
+  for (tiered_tensor* t : o->distinct) placement_.note_change(*t);
   o.release();
 }
 
