@@ -1156,8 +1156,39 @@ static void test_kernel_waiting_for_its_pool(void **state) {
   assert_ok(dao_tiered_destroy(w.pool));
 }
 
+/* Issue 21: a budget equal to the device's free memory, not a multiple of
+ * the allocator's 512-byte unit, fits (it was rounded up past the device);
+ * one that does not fit says what was asked for. dao_place_sim(2) is the
+ * odd-sized device of DAO_SIM_DEVICES (tests/CMakeLists.txt), used by no
+ * other test. */
+static void test_budget_equal_to_free_memory(void **state) {
+  dao_tiered *pool = NULL;
+  dao_tensor *t = NULL;
+  size_t free_bytes = 0, total = 0, usable;
+  dao_tiered_stats st;
+  (void)state;
+  assert_ok(dao_place_memory_info(dao_place_sim(2), &free_bytes, &total));
+  assert_int_equal(free_bytes, total);
+  assert_true(free_bytes % 512 != 0);
+  usable = free_bytes / 512 * 512;
+  assert_failure_mentions(
+      dao_tiered_create(dao_place_sim(2), dao_place_cpu(), free_bytes + 512, NULL, &pool),
+      DAO_ERR_OUT_OF_MEMORY, "rounded down to whole 512-byte blocks");
+  assert_null(pool);
+  assert_ok(dao_tiered_create(dao_place_sim(2), dao_place_cpu(), free_bytes, NULL, &pool));
+  /* The whole reserved range is usable: a tensor of all of it runs. */
+  assert_ok(dao_tensor_create(pool, usable, &t));
+  assert_ok(dao_kernel_submit(pool, k_init, NULL, NULL, 0, &t, 1));
+  assert_ok(dao_tiered_synchronize(pool));
+  st = get_stats(pool);
+  assert_int_equal(st.device_bytes, usable);
+  assert_ok(dao_tensor_release(t));
+  assert_ok(dao_tiered_destroy(pool));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_budget_equal_to_free_memory),
       cmocka_unit_test(test_kernel_waiting_for_its_pool),
       cmocka_unit_test(test_exact_belady),
       cmocka_unit_test(test_exact_lru),

@@ -188,7 +188,10 @@ extern "C" {
  * @param[in]  host          The host tier (CPU or CUDA pinned).
  * @param[in]  device_budget Bytes of device memory the pool may use (> 0);
  *                           taken from the device at creation
- *                           (dao_tiered_trim() gives it back).
+ *                           (dao_tiered_trim() gives it back). Rounded
+ *                           down, never up: to whole 512-byte blocks (256
+ *                           bytes under 512), so a budget equal to the
+ *                           device's free memory fits.
  * @param[in]  config        See the file comment; NULL or "" for defaults.
  * @param[out] out           Receives the pool, owned by the caller until
  *                           dao_tiered_destroy().
@@ -196,7 +199,8 @@ extern "C" {
  * @retval DAO_ERR_INVALID_ARGUMENT NULL @p out, a zero budget, a place of
  *                                  the wrong kind, or a bad config.
  * @retval DAO_ERR_NO_DEVICE        A place's device does not exist.
- * @retval DAO_ERR_OUT_OF_MEMORY    The budget does not fit on the device.
+ * @retval DAO_ERR_OUT_OF_MEMORY    The budget does not fit on the device
+ *                                  (the message gives the bytes asked for).
  * @par Thread safety
  * Safe to call from any thread.
  */

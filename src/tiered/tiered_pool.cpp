@@ -64,10 +64,10 @@ tiered_pool::tiered_pool(dao_place device, dao_place host, std::size_t device_bu
                          const char* config_text)
     : options_(checked_options(device, host, device_budget, config_text)),
       scorer_{options_.policy, nullptr, nullptr},
-      memory_(device, host, device_budget, options_.host_budget, stats_),
+      memory_(device, host, reserved_budget(device_budget), options_.host_budget, stats_),
       copies_(memory_.device_resource(), memory_.device_place(), link_for(options_, device, host),
               memory_),
-      placement_(device_budget, scorer_, memory_, copies_, stats_),
+      placement_(reserved_budget(device_budget), scorer_, memory_, copies_, stats_),
       executor_(mu_, placement_, copies_, memory_, records_, stats_, options_.prefetch) {}
 
 tiered_pool::~tiered_pool() {
