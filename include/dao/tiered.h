@@ -316,6 +316,31 @@ DAO_API dao_status dao_tensor_get_state(const dao_tensor *tensor, dao_tensor_sta
 DAO_API dao_status dao_tensor_release(dao_tensor *tensor);
 
 /**
+ * @brief Say that a tensor's data is needed by no use after those already
+ *        submitted, while keeping the handle (issue 21). The kernels, reads
+ *        and writes queued so far still see its data; once they have run
+ *        the tensor no longer counts as live: evicting it copies nothing
+ *        back to the host tier (its device copy is dropped), as for a
+ *        released tensor. A later dao_tensor_write() or a kernel that has
+ *        it as an output gives it new data and makes it live again. Until
+ *        then dao_tensor_read() refuses it (::DAO_ERR_INVALID_STATE, "holds
+ *        no data") and a kernel that reads it sees undefined contents.
+ *        Retiring a retired tensor is allowed and changes nothing.
+ * @param[in] tensor A tensor the caller holds; still owned by the caller
+ *                   (dao_tensor_release() drops it).
+ * @retval DAO_OK                   Retired.
+ * @retval DAO_ERR_INVALID_ARGUMENT NULL, a handle that is not a tensor, or
+ *                                  a released tensor; nothing changed.
+ * @retval DAO_ERR_INVALID_STATE    Called from a scoring callback; nothing
+ *                                  changed.
+ * @par Thread safety
+ * Safe to call from any thread; ordered with the calls of other threads
+ * on the same pool as they take its lock. Refused inside a scoring
+ * callback, like every call on the pool.
+ */
+DAO_API dao_status dao_tensor_retire(dao_tensor *tensor);
+
+/**
  * @brief Submit a kernel; returns at once.
  *
  * A tensor may appear in both lists (read and written). All tensors must
