@@ -1186,63 +1186,6 @@ static void test_budget_equal_to_free_memory(void **state) {
   assert_ok(dao_tiered_destroy(pool));
 }
 
-/* Issue 21: a write goes to the device at once when a free block fits it
- * (no eviction), so that its first use does not fetch it; with no room it
- * stays on the host and evicts nothing. Either way the data is right. */
-static void test_write_goes_to_device_when_room(void **state) {
-  enum { W = 1024 };
-  const size_t bytes = W * 4;
-  dao_tiered *pool = NULL;
-  dao_tensor *a = NULL, *b = NULL, *c = NULL;
-  uint32_t src[W], got[W];
-  dao_tiered_stats st;
-  size_t i;
-  (void)state;
-  for (i = 0; i < W; ++i) src[i] = (uint32_t)(7 * i + 1);
-  /* Room for two tensors. */
-  assert_ok(dao_tiered_create(dao_place_sim(0), dao_place_cpu(), 2 * bytes, "prefetch=0", &pool));
-  assert_ok(dao_tensor_create(pool, bytes, &a));
-  assert_ok(dao_tensor_create(pool, bytes, &b));
-  assert_ok(dao_tensor_create(pool, bytes, &c));
-  assert_ok(dao_tensor_write(a, src, bytes));
-  assert_ok(dao_tensor_write(b, src, bytes));
-  assert_ok(dao_tiered_synchronize(pool));
-  st = get_stats(pool);
-  assert_int_equal(st.device_bytes, 2 * bytes); /* both on the device */
-  assert_int_equal(st.fetches, 2);              /* their writes' copies */
-  assert_true(state_of(a) != DAO_TENSOR_ON_HOST);
-  assert_ok(dao_tensor_write(c, src, bytes)); /* no room: stays on the host */
-  assert_ok(dao_tiered_synchronize(pool));
-  st = get_stats(pool);
-  assert_int_equal(st.device_bytes, 2 * bytes);
-  assert_int_equal(st.evictions, 0);
-  assert_int_equal(st.fetches, 2);
-  assert_int_equal(state_of(c), DAO_TENSOR_ON_HOST);
-  /* A kernel on a: no fetch (it is there). Then on c: evicts a clean tensor
-     (its host copy is the write's: nothing copied back) and fetches c. */
-  assert_ok(dao_kernel_submit(pool, k_inc, NULL, &a, 1, NULL, 0));
-  assert_ok(dao_tiered_synchronize(pool));
-  assert_int_equal(get_stats(pool).fetches, 2);
-  assert_ok(dao_kernel_submit(pool, k_inc, NULL, &c, 1, NULL, 0));
-  assert_ok(dao_tiered_synchronize(pool));
-  st = get_stats(pool);
-  assert_int_equal(st.fetches, 3);
-  assert_int_equal(st.bytes_evicted, 0);
-  assert_ok(dao_tensor_read(a, got, bytes));
-  assert_memory_equal(got, src, bytes);
-  assert_ok(dao_tensor_read(c, got, bytes));
-  assert_memory_equal(got, src, bytes);
-  /* A write over a resident tensor replaces its data. */
-  src[0] = 99;
-  assert_ok(dao_tensor_write(a, src, bytes));
-  assert_ok(dao_tensor_read(a, got, bytes));
-  assert_memory_equal(got, src, bytes);
-  assert_ok(dao_tensor_release(a));
-  assert_ok(dao_tensor_release(b));
-  assert_ok(dao_tensor_release(c));
-  assert_ok(dao_tiered_destroy(pool));
-}
-
 /* Issue 21: dao_tensor_retire: a held tensor whose data no use needs any
  * more is evicted without a copy back; it is refused by dao_tensor_read
  * until written again, and a write makes it live again. */
@@ -1302,7 +1245,6 @@ static void test_retire(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_retire),
-      cmocka_unit_test(test_write_goes_to_device_when_room),
       cmocka_unit_test(test_budget_equal_to_free_memory),
       cmocka_unit_test(test_kernel_waiting_for_its_pool),
       cmocka_unit_test(test_exact_belady),

@@ -242,10 +242,7 @@ DAO_API dao_status dao_tensor_create(dao_tiered *pool, size_t bytes, dao_tensor 
  * @brief Copy @p bytes from host memory into a tensor, in kernel order: the
  *        write happens after every kernel already submitted that uses the
  *        tensor, and before any submitted later. Returns once @p src has been
- *        copied (it may be reused at once). The data lands in the host
- *        tier; when a free block of the device budget fits the tensor (no
- *        eviction needed), its copy to the device starts at once as well
- *        (counted as a fetch), so that its first use does not wait for it.
+ *        copied (it may be reused at once).
  * @param[in] tensor A tensor the caller holds.
  * @param[in] src    Host memory of @p bytes.
  * @param[in] bytes  Must equal the tensor's size.

@@ -344,7 +344,7 @@ void executor::run_kernel(tiered_op& o, std::unique_lock<std::mutex>& lock) {
 
 void executor::run_write(tiered_op& o, std::unique_lock<std::mutex>& lock) {
   tiered_tensor& t = *o.tensor;
-  placement_.write(t, o.staging, lock);
+  placement_.take_host_buffer(t, o.staging, lock);
   o.staging = nullptr;
   t.produced = true;
   advance(t, o.t);

@@ -3,7 +3,6 @@
 #include "tiered/placement.hpp"
 
 #include <algorithm>
-#include <new>
 
 #include "core/error.hpp"
 #include "tiered/transfers.hpp"
@@ -526,27 +525,6 @@ void placement::take_host_buffer(tiered_tensor& t, void* buffer,
   t.host = buffer;
   t.host_valid = true;
   t.prefetched = false;
-}
-
-void placement::write(tiered_tensor& t, void* buffer, std::unique_lock<std::mutex>& lock) {
-  take_host_buffer(t, buffer, lock);
-  if (!memory_.device_held()) return;  // after dao_tiered_trim: on the host until used
-  const long index = arena_.find_free(t.bytes);
-  if (index < 0) return;  // no room without evicting: on the host until used
-  try {
-    t.offset = arena_.take(static_cast<std::size_t>(index), arena_round(t.bytes), &t);
-  } catch (const std::bad_alloc&) {
-    return;  // on the host, as before
-  }
-  try {
-    fetch(t);  // counted as a fetch: its bytes cross the link
-  } catch (...) {
-    arena_.release(t.offset);  // on the host: the copy was not queued
-    return;
-  }
-  t.resident = true;
-  index_.add(t);
-  set_device_bytes(static_cast<std::int64_t>(t.bytes));
 }
 
 void placement::free_memory(tiered_tensor& t) {

@@ -61,14 +61,6 @@ class placement {
   // old buffers are freed once no copy uses them.
   void take_host_buffer(tiered_tensor& t, void* buffer, std::unique_lock<std::mutex>& lock);
 
-  // A write whose data is in the host buffer `buffer`: as take_host_buffer,
-  // and then, when a free block fits `t` (no eviction) and the device range
-  // is held, starts its copy to the device at once (counted as a fetch: its
-  // bytes cross the link), so that its first use does not wait for it
-  // (issue 21). The host copy stays valid: evicting `t` later copies
-  // nothing until a kernel writes it.
-  void write(tiered_tensor& t, void* buffer, std::unique_lock<std::mutex>& lock);
-
   // Frees `t`'s memory in both tiers (once no copy uses it).
   void free_memory(tiered_tensor& t);
 
