@@ -14,6 +14,7 @@
 
 // Before cmocka.h, whose fail() macro clashes with their member functions.
 #include "tiered/device_arena.hpp"
+#include "tiered/resident_index.hpp"
 #include "tiered/tiered_pool.hpp"
 
 extern "C" {
@@ -283,6 +284,56 @@ static void arena_index_matches_scan(void**) {
   }
 }
 
+// The index of resident tensors (issue 21): ordered by the policy's score
+// (belady: furthest next use first, never again before all), then bytes
+// copied, bytes and offset; keys follow the tensors (update) and entries
+// come and go (add / remove) without losing consistency.
+static void resident_index_orders_by_policy(void**) {
+  using namespace dao::detail;
+  std::vector<tiered_tensor> ts(6);
+  std::vector<arena_block> blocks;
+  const std::uint64_t next[6] = {50, 10, UINT64_MAX, 30, 30, 20};
+  for (std::size_t i = 0; i < ts.size(); ++i) {
+    ts[i].bytes = 256;
+    ts[i].offset = 256 * i;
+    ts[i].host_valid = (i == 4);  // 4 copies nothing: before 3 at the same score
+    if (next[i] != UINT64_MAX) append_access(ts[i], next[i], true, false);
+    blocks.push_back(arena_block{256 * i, 256, &ts[i]});
+  }
+  resident_index index(evict_policy::belady);
+  assert_true(index.supported());
+  assert_false(index.active());
+  index.activate(blocks);
+  assert_true(index.active());
+  assert_true(index.consistent(blocks));
+  auto order = [&] {
+    std::vector<std::size_t> got;
+    for (const resident_key& k : index.entries())
+      got.push_back(static_cast<std::size_t>(k.t - &ts[0]));
+    return got;
+  };
+  assert_true((order() == std::vector<std::size_t>{2, 0, 4, 3, 5, 1}));
+  // Tensor 1 runs its use at 10 and is used again at 60: furthest.
+  append_access(ts[1], 60, true, false);
+  advance(ts[1], 10);
+  assert_false(index.consistent(blocks));  // stale until updated
+  index.update(ts[1]);
+  assert_true(index.consistent(blocks));
+  assert_true((order() == std::vector<std::size_t>{2, 1, 0, 4, 3, 5}));
+  // Tensor 2 leaves the device; then comes back.
+  index.remove(ts[2]);
+  blocks.erase(blocks.begin() + 2);
+  assert_true(index.consistent(blocks));
+  assert_true((order() == std::vector<std::size_t>{1, 0, 4, 3, 5}));
+  blocks.insert(blocks.begin() + 2, arena_block{512, 256, &ts[2]});
+  index.add(ts[2]);
+  assert_true(index.consistent(blocks));
+  assert_int_equal(index.entries().size(), 6);
+  // lru: the least recently used first; size_aware and callback: no index.
+  assert_false(resident_index(evict_policy::size_aware).supported());
+  assert_false(resident_index(evict_policy::callback).supported());
+}
+
 int main() {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(pointer_map_matches_reference),
@@ -292,6 +343,7 @@ int main() {
       cmocka_unit_test(sim_devices_strings),
       cmocka_unit_test(tiered_records_are_reused),
       cmocka_unit_test(arena_index_matches_scan),
+      cmocka_unit_test(resident_index_orders_by_policy),
   };
   return cmocka_run_group_tests(tests, nullptr, nullptr);
 }

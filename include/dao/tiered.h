@@ -188,7 +188,10 @@ extern "C" {
  * @param[in]  host          The host tier (CPU or CUDA pinned).
  * @param[in]  device_budget Bytes of device memory the pool may use (> 0);
  *                           taken from the device at creation
- *                           (dao_tiered_trim() gives it back).
+ *                           (dao_tiered_trim() gives it back). Rounded
+ *                           down, never up: to whole 512-byte blocks (256
+ *                           bytes under 512), so a budget equal to the
+ *                           device's free memory fits.
  * @param[in]  config        See the file comment; NULL or "" for defaults.
  * @param[out] out           Receives the pool, owned by the caller until
  *                           dao_tiered_destroy().
@@ -196,7 +199,8 @@ extern "C" {
  * @retval DAO_ERR_INVALID_ARGUMENT NULL @p out, a zero budget, a place of
  *                                  the wrong kind, or a bad config.
  * @retval DAO_ERR_NO_DEVICE        A place's device does not exist.
- * @retval DAO_ERR_OUT_OF_MEMORY    The budget does not fit on the device.
+ * @retval DAO_ERR_OUT_OF_MEMORY    The budget does not fit on the device
+ *                                  (the message gives the bytes asked for).
  * @par Thread safety
  * Safe to call from any thread.
  */
@@ -307,6 +311,31 @@ DAO_API dao_status dao_tensor_get_state(const dao_tensor *tensor, dao_tensor_sta
  * Safe to call from any thread.
  */
 DAO_API dao_status dao_tensor_release(dao_tensor *tensor);
+
+/**
+ * @brief Say that a tensor's data is needed by no use after those already
+ *        submitted, while keeping the handle (issue 21). The kernels, reads
+ *        and writes queued so far still see its data; once they have run
+ *        the tensor no longer counts as live: evicting it copies nothing
+ *        back to the host tier (its device copy is dropped), as for a
+ *        released tensor. A later dao_tensor_write() or a kernel that has
+ *        it as an output gives it new data and makes it live again. Until
+ *        then dao_tensor_read() refuses it (::DAO_ERR_INVALID_STATE, "holds
+ *        no data") and a kernel that reads it sees undefined contents.
+ *        Retiring a retired tensor is allowed and changes nothing.
+ * @param[in] tensor A tensor the caller holds; still owned by the caller
+ *                   (dao_tensor_release() drops it).
+ * @retval DAO_OK                   Retired.
+ * @retval DAO_ERR_INVALID_ARGUMENT NULL, a handle that is not a tensor, or
+ *                                  a released tensor; nothing changed.
+ * @retval DAO_ERR_INVALID_STATE    Called from a scoring callback; nothing
+ *                                  changed.
+ * @par Thread safety
+ * Safe to call from any thread; ordered with the calls of other threads
+ * on the same pool as they take its lock. Refused inside a scoring
+ * callback, like every call on the pool.
+ */
+DAO_API dao_status dao_tensor_retire(dao_tensor *tensor);
 
 /**
  * @brief Submit a kernel; returns at once.

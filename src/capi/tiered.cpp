@@ -108,6 +108,13 @@ extern "C" dao_status dao_tensor_release(dao_tensor* tensor) {
   });
 }
 
+extern "C" dao_status dao_tensor_retire(dao_tensor* tensor) {
+  return guarded([&] {
+    tiered_tensor& t = checked_tensor(tensor, "dao_tensor_retire", "tensor");
+    t.pool->retire(t);
+  });
+}
+
 extern "C" dao_status dao_kernel_submit(dao_tiered* pool, dao_kernel_fn fn, void* user_data,
                                         dao_tensor* const* inputs, size_t input_count,
                                         dao_tensor* const* outputs, size_t output_count) {

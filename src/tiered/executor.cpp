@@ -336,7 +336,10 @@ void executor::run_kernel(tiered_op& o, std::unique_lock<std::mutex>& lock) {
   // to produce first holds no data.
   if (status == DAO_OK)
     for (tiered_tensor* t : o.outputs) t->produced = true;
-  for (tiered_tensor* t : o.distinct) advance(*t, now);
+  for (tiered_tensor* t : o.distinct) {
+    advance(*t, now);
+    placement_.note_change(*t);  // its accesses and host_valid
+  }
   if (status != DAO_OK) {
     fail(strprintf("kernel %llu returned %s (%d); later kernels were not run",
                    static_cast<unsigned long long>(o.seq), status_text(status), status));
@@ -350,6 +353,7 @@ void executor::run_write(tiered_op& o, std::unique_lock<std::mutex>& lock) {
   o.staging = nullptr;
   t.produced = true;
   advance(t, o.t);
+  placement_.note_change(t);
   free_if_dead(t);
 }
 
@@ -364,6 +368,7 @@ void executor::run_read(tiered_op& o, std::unique_lock<std::mutex>& lock) {
                           static_cast<unsigned long long>(o.tensor->id), e.what());
   }
   advance(*o.tensor, o.t);
+  placement_.note_change(*o.tensor);
   free_if_dead(*o.tensor);
 }
 

@@ -22,7 +22,12 @@ constexpr double kCompactRatio = 0.5;
 
 placement::placement(std::size_t device_budget, const scorer& scorer, tier_memory& memory,
                      transfers& copies, dao_tiered_stats& stats)
-    : arena_(device_budget), scorer_(scorer), memory_(memory), copies_(copies), stats_(stats) {}
+    : arena_(device_budget),
+      scorer_(scorer),
+      memory_(memory),
+      copies_(copies),
+      stats_(stats),
+      index_(scorer.policy) {}
 
 void placement::fail(std::string message) {
   if (failure_.empty()) failure_ = std::move(message);
@@ -35,6 +40,7 @@ void placement::set_device_bytes(std::int64_t delta) noexcept {
 }
 
 void placement::release_device(tiered_tensor& t) {
+  index_.remove(t);
   arena_.release(t.offset);
   t.resident = false;
   set_device_bytes(-static_cast<std::int64_t>(t.bytes));
@@ -54,6 +60,7 @@ bool placement::host_room_for(std::size_t bytes, bool may_fail, const tiered_ten
 }
 
 void placement::evict(tiered_tensor& t) {
+  index_.remove(t);
   copies_.note_vacated(t);
   if (needs_copy(t)) {
     if (t.host == nullptr) t.host = memory_.host_allocate(t.bytes);
@@ -78,20 +85,143 @@ void placement::fetch(tiered_tensor& t) {
   stats_.bytes_fetched += t.bytes;
 }
 
-arena_run placement::best_run(std::size_t need, std::uint64_t now, const evictable_fn& evictable) {
-  std::vector<dao_tensor_access_info> infos;
+void placement::score_run(arena_run& r, std::uint64_t now) {
+  infos_.clear();
   const auto& blocks = arena_.blocks();
-  return arena_.find_run(need, evictable, [&](arena_run& r) {
-    infos.clear();
-    for (std::size_t i = r.first; i <= r.last; ++i) {
-      const tiered_tensor* owner = blocks[i].owner;
-      if (owner == nullptr) continue;
-      infos.push_back(access_info(*owner, now));
-      r.evicted_bytes += owner->bytes;
-      if (needs_copy(*owner)) r.copy_bytes += owner->bytes;
+  for (std::size_t i = r.first; i <= r.last; ++i) {
+    const tiered_tensor* owner = blocks[i].owner;
+    if (owner == nullptr) continue;
+    infos_.push_back(access_info(*owner, now));
+    r.evicted_bytes += owner->bytes;
+    if (needs_copy(*owner)) r.copy_bytes += owner->bytes;
+  }
+  r.score = scorer_.run_score(infos_);
+}
+
+arena_run placement::scan_runs(std::size_t need, std::uint64_t now, const evictable_fn& evictable) {
+  return arena_.find_run(need, evictable, [&](arena_run& r) { score_run(r, now); });
+}
+
+bool placement::use_index() noexcept {
+  if (!index_.supported()) return false;
+  if (!index_.active()) index_.activate(arena_.blocks());
+  return index_.active();
+}
+
+namespace {
+
+// find_run's order: highest score, then fewest bytes copied, then fewest
+// evicted, then lowest address.
+bool better_run(const arena_run& r, const arena_run& best) noexcept {
+  if (!best.found) return true;
+  if (r.score != best.score) return r.score > best.score;
+  if (r.copy_bytes != best.copy_bytes) return r.copy_bytes < best.copy_bytes;
+  if (r.evicted_bytes != best.evicted_bytes) return r.evicted_bytes < best.evicted_bytes;
+  return r.first < best.first;
+}
+
+}  // namespace
+
+// A run's score is the smallest of its tensors' scores (the index's policies),
+// its copied and evicted bytes at least those of any of its tensors: no run
+// holding a tensor can beat that tensor's key. So the tensors are visited in
+// the index's order, each with every minimal run that holds it (as find_run
+// enumerates them: one per first block), until the next tensor's key is
+// below the best run found. Among runs equal in all but the address, a run
+// holding tensor x alone (and free blocks, merged: at most one before it)
+// starts at x's block or the one before, and the index orders such tensors
+// by address.
+arena_run placement::indexed_run(std::size_t need, std::uint64_t now, const evictable_fn& evictable,
+                                 bool& done) {
+  done = true;
+  const std::size_t size = arena_round(need);
+  arena_run best;
+  if (arena_.find_free(size) >= 0) {
+    // A free block alone covers it: a run without tensors (the scan's case).
+    done = false;
+    return best;
+  }
+  const auto& blocks = arena_.blocks();
+  const std::size_t n = blocks.size();
+  auto usable = [&](std::size_t i) {
+    return blocks[i].owner == nullptr || evictable(blocks[i].owner);
+  };
+  // Past this many blocks visited, a scan is cheaper.
+  const std::size_t limit = 4 * n + 64;
+  std::size_t work = 0;
+  for (const resident_key& k : index_.entries()) {
+    bool same = false;  // the key ties the best run in all but the address
+    if (best.found) {
+      if (k.score != best.score) {
+        if (k.score < best.score) break;
+      } else if (k.copy != best.copy_bytes) {
+        if (k.copy > best.copy_bytes) break;
+      } else if (k.bytes != best.evicted_bytes) {
+        if (k.bytes > best.evicted_bytes) break;
+      } else {
+        same = true;
+      }
     }
-    r.score = scorer_.run_score(infos);
-  });
+    tiered_tensor* x = k.t;
+    if (!evictable(x)) continue;
+    const std::size_t b = arena_.index_of(x->offset);
+    if (same && b > best.first + 1) break;
+    // The runs [i, j] with i <= b <= j, for i = b, b - 1, ...
+    std::size_t before = 0;  // bytes of the blocks i .. b - 1
+    for (std::size_t i = b;; --i) {
+      if (i < b) {
+        if (!usable(i)) break;
+        before += blocks[i].size;
+        if (before >= size) break;  // the run from i (and before) ends before b
+      }
+      std::size_t total = before;
+      std::size_t j = b;
+      bool covered = false;
+      for (; j < n && usable(j); ++j) {
+        total += blocks[j].size;
+        ++work;
+        if (total >= size) {
+          covered = true;
+          break;
+        }
+      }
+      if (covered) {
+        arena_run r;
+        r.first = i;
+        r.last = j;
+        r.found = true;
+        score_run(r, now);
+        work += j - i + 1;
+        if (better_run(r, best)) best = r;
+      }
+      if (work > limit) {
+        done = false;
+        return arena_run{};
+      }
+      if (i == 0) break;
+    }
+  }
+  return best;
+}
+
+arena_run placement::best_run(std::size_t need, std::uint64_t now, const evictable_fn& evictable) {
+  if (use_index()) {
+    bool done = false;
+    arena_run run = indexed_run(need, now, evictable, done);
+    if (done) {
+#ifndef NDEBUG
+      // Debug builds check the index's choice against the scan's.
+      const arena_run scan = scan_runs(need, now, evictable);
+      if (scan.found != run.found ||
+          (run.found && (scan.first != run.first || scan.last != run.last))) {
+        throw error(DAO_ERR_INTERNAL,
+                    "tiered pool: the index of resident tensors chose another run than the scan");
+      }
+#endif
+      return run;
+    }
+  }
+  return scan_runs(need, now, evictable);
 }
 
 bool placement::make_resident(tiered_tensor& t, std::uint64_t now, const evictable_fn& evictable,
@@ -144,6 +274,7 @@ bool placement::make_resident(tiered_tensor& t, std::uint64_t now, const evictab
     }
   }
   t.resident = true;
+  index_.add(t);
   set_device_bytes(static_cast<std::int64_t>(t.bytes));
   return true;
 }
@@ -158,35 +289,97 @@ bool placement::compaction_victims(const std::vector<tiered_tensor*>& tensors, s
   }
   std::size_t room = arena_.free_bytes();
   if (room < need) {
-    // The policy's choice, tensor by tensor: placement no longer matters.
-    struct candidate {
-      tiered_tensor* t;
-      double score;
-      std::size_t copy_bytes;
-    };
-    std::vector<candidate> candidates;
-    std::vector<dao_tensor_access_info> info(1);
-    for (const arena_block& b : arena_.blocks()) {
-      tiered_tensor* owner = b.owner;
-      if (owner == nullptr || owner->pinned) continue;
-      info[0] = access_info(*owner, now);
-      candidates.push_back(
-          candidate{owner, scorer_.run_score(info), needs_copy(*owner) ? owner->bytes : 0});
-    }
-    std::stable_sort(candidates.begin(), candidates.end(),
-                     [](const candidate& x, const candidate& y) {
-                       if (x.score != y.score) return x.score > y.score;
-                       return x.copy_bytes < y.copy_bytes;
-                     });
-    for (const candidate& c : candidates) {
-      if (room >= need) break;
-      victims.push_back(c.t);
-      room += arena_round(c.t->bytes);
-      if (c.copy_bytes > 0 && c.t->host == nullptr) host_need += c.t->bytes;
+    if (use_index()) {
+      indexed_victims(need, room, victims, host_need);
+#ifndef NDEBUG
+      // Debug builds check the index's choice against the sort's.
+      std::vector<tiered_tensor*> sorted;
+      std::size_t sorted_need = 0;
+      sorted_victims(now, need, arena_.free_bytes(), sorted, sorted_need);
+      if (sorted != victims || sorted_need != host_need) {
+        throw error(DAO_ERR_INTERNAL,
+                    "tiered pool: the index of resident tensors chose other victims than the sort");
+      }
+#endif
+    } else {
+      room = sorted_victims(now, need, room, victims, host_need);
     }
     if (room < need) return false;
   }
   return true;
+}
+
+std::size_t placement::sorted_victims(std::uint64_t now, std::size_t need, std::size_t room,
+                                      std::vector<tiered_tensor*>& victims,
+                                      std::size_t& host_need) {
+  // The policy's choice, tensor by tensor: placement no longer matters.
+  struct candidate {
+    tiered_tensor* t;
+    double score;
+    std::size_t copy_bytes;
+  };
+  std::vector<candidate> candidates;
+  std::vector<dao_tensor_access_info> info(1);
+  for (const arena_block& b : arena_.blocks()) {
+    tiered_tensor* owner = b.owner;
+    if (owner == nullptr || owner->pinned) continue;
+    info[0] = access_info(*owner, now);
+    candidates.push_back(
+        candidate{owner, scorer_.run_score(info), needs_copy(*owner) ? owner->bytes : 0});
+  }
+  std::stable_sort(candidates.begin(), candidates.end(),
+                   [](const candidate& x, const candidate& y) {
+                     if (x.score != y.score) return x.score > y.score;
+                     return x.copy_bytes < y.copy_bytes;
+                   });
+  for (const candidate& c : candidates) {
+    if (room >= need) break;
+    victims.push_back(c.t);
+    room += arena_round(c.t->bytes);
+    if (c.copy_bytes > 0 && c.t->host == nullptr) host_need += c.t->bytes;
+  }
+  return room;
+}
+
+// sorted_victims through the index: its order is the sort's (score, then
+// bytes copied) but for tensors equal in both, which the sort keeps in
+// address order and the index orders by bytes first; those are merged back
+// into address order, one run of the index per size.
+void placement::indexed_victims(std::size_t need, std::size_t& room,
+                                std::vector<tiered_tensor*>& victims, std::size_t& host_need) {
+  const auto& entries = index_.entries();
+  auto it = entries.begin();
+  while (room < need && it != entries.end()) {
+    const double score = it->score;
+    const std::size_t copy = it->copy;
+    heads_.clear();
+    auto g = it;
+    while (g != entries.end() && g->score == score && g->copy == copy) {
+      resident_key last;
+      last.score = score;
+      last.copy = copy;
+      last.bytes = g->bytes;
+      last.offset = SIZE_MAX;
+      const auto end = entries.upper_bound(last);
+      heads_.emplace_back(g, end);
+      g = end;
+    }
+    while (room < need) {
+      std::size_t pick = heads_.size();
+      for (std::size_t h = 0; h < heads_.size(); ++h) {
+        if (heads_[h].first == heads_[h].second) continue;
+        if (pick == heads_.size() || heads_[h].first->offset < heads_[pick].first->offset) pick = h;
+      }
+      if (pick == heads_.size()) break;
+      tiered_tensor* x = heads_[pick].first->t;
+      ++heads_[pick].first;
+      if (x->pinned) continue;
+      victims.push_back(x);
+      room += arena_round(x->bytes);
+      if (copy > 0 && x->host == nullptr) host_need += x->bytes;
+    }
+    it = g;
+  }
 }
 
 bool placement::compact_and_place(const std::vector<tiered_tensor*>& tensors, std::uint64_t now,
@@ -223,6 +416,7 @@ bool placement::compact_and_place(const std::vector<tiered_tensor*>& tensors, st
   for (const arena_move& m : moves) {
     copies_.slide(memory_.device_ptr(0), m.from, m.to, m.size);
     m.owner->offset = m.to;
+    index_.update(*m.owner);
   }
   if (!moves.empty()) {
     // Fetches below land where the moved tensors were; later evictions read
@@ -238,6 +432,7 @@ bool placement::compact_and_place(const std::vector<tiered_tensor*>& tensors, st
     }
     t->offset = arena_.take(static_cast<std::size_t>(index), arena_round(t->bytes), t);
     t->resident = true;
+    index_.add(*t);
     set_device_bytes(static_cast<std::int64_t>(t->bytes));
     if (t->host_valid) fetch(*t);
   }

@@ -17,6 +17,7 @@
 #include "dao/tiered.h"
 #include "tiered/device_arena.hpp"
 #include "tiered/policy.hpp"
+#include "tiered/resident_index.hpp"
 #include "tiered/tensor.hpp"
 #include "tiered/tier_memory.hpp"
 
@@ -63,6 +64,14 @@ class placement {
   // Frees `t`'s memory in both tiers (once no copy uses it).
   void free_memory(tiered_tensor& t);
 
+  // What `t`'s eviction score is made of may have changed (its accesses,
+  // host_valid, released): keeps the index of resident tensors current.
+  // Every change of those, for any tensor, must be followed by this call.
+  void note_change(tiered_tensor& t) noexcept { index_.update(t); }
+
+  // Whether the index of resident tensors matches the arena (a test hook).
+  bool index_consistent() const { return index_.consistent(arena_.blocks()); }
+
   // dao_tiered_trim: moves every resident tensor to the host tier (copying
   // those whose host copy is stale), waits for the copies and gives the
   // device range back. Returns false with `failure` set, nothing moved, when
@@ -79,10 +88,28 @@ class placement {
                      bool may_fail);
   // The best run of blocks to evict for `need` bytes (see find_run).
   arena_run best_run(std::size_t need, std::uint64_t now, const evictable_fn& evictable);
+  // best_run by a scan of every run (any policy).
+  arena_run scan_runs(std::size_t need, std::uint64_t now, const evictable_fn& evictable);
+  // best_run through the index: only the runs holding the tensors ranked
+  // first, until none can beat the best found; sets `done` false (and
+  // returns nothing) when that would cost more than a scan.
+  arena_run indexed_run(std::size_t need, std::uint64_t now, const evictable_fn& evictable,
+                        bool& done);
+  // Scores the run [r.first, r.last] (score, copy_bytes, evicted_bytes).
+  void score_run(arena_run& r, std::uint64_t now);
+  // Whether the index can be used (built on first use).
+  bool use_index() noexcept;
   // The tensors compact_and_place would evict (policy order) so that the
   // kernel's missing tensors fit in the free bytes; false if they cannot.
   bool compaction_victims(const std::vector<tiered_tensor*>& tensors, std::uint64_t now,
                           std::vector<tiered_tensor*>& victims, std::size_t& host_need);
+  // compaction_victims's choice by a sort of every resident tensor (any
+  // policy) / through the index; `room`: the free bytes, grown by each
+  // victim's (returned / updated).
+  std::size_t sorted_victims(std::uint64_t now, std::size_t need, std::size_t room,
+                             std::vector<tiered_tensor*>& victims, std::size_t& host_need);
+  void indexed_victims(std::size_t need, std::size_t& room, std::vector<tiered_tensor*>& victims,
+                       std::size_t& host_need);
   // Whether compacting moves clearly fewer bytes than evicting the best run
   // for `t` (device to device bytes weighed lower than host transfers).
   bool compaction_cheaper(const std::vector<tiered_tensor*>& tensors, tiered_tensor& t,
@@ -110,6 +137,12 @@ class placement {
   transfers& copies_;
   dao_tiered_stats& stats_;
   std::string failure_;  // why place_kernel failed, set by fail()
+  resident_index index_;
+  std::vector<dao_tensor_access_info> infos_;  // scratch of score_run
+  // Scratch of indexed_victims: per size, the entries not yet taken.
+  std::vector<
+      std::pair<resident_index::set_type::const_iterator, resident_index::set_type::const_iterator>>
+      heads_;
 };
 
 }  // namespace dao::detail

@@ -33,6 +33,7 @@ struct tiered_tensor {
 
   // Everything below: under the pool's mutex.
   bool released = false;  // the caller dropped the handle
+  bool retired = false;   // dao_tensor_retire: no data needed after its queued uses
   bool freed = false;     // its memory is gone (released, no queued use)
   bool written = false;   // a write or a kernel output was submitted
   bool produced = false;  // a write or a kernel output has run: it holds data
@@ -57,6 +58,13 @@ struct tiered_tensor {
 
   // The pool's list of free records (tensor_records.hpp), once reclaimed.
   tiered_tensor* next_free = nullptr;
+
+  // Its entry in placement's index of resident tensors (resident_index.hpp),
+  // as it was last keyed: valid while `indexed`.
+  bool indexed = false;
+  double index_score = 0;
+  std::size_t index_copy = 0;
+  std::size_t index_offset = 0;
 };
 
 // The logical time of the next access not yet executed (UINT64_MAX: none).
@@ -65,9 +73,9 @@ inline std::uint64_t next_use(const tiered_tensor& t) noexcept {
 }
 
 // Whether evicting `t` must copy it to the host: its host copy is stale and
-// it is still to be used, or may still be read.
+// it is still to be used, or may still be read (held, not retired).
 inline bool needs_copy(const tiered_tensor& t) noexcept {
-  return !t.host_valid && (t.cursor < t.accesses.size() || !t.released);
+  return !t.host_valid && (t.cursor < t.accesses.size() || !(t.released || t.retired));
 }
 
 // Makes room for one more access in `t`'s row (growing it geometrically),

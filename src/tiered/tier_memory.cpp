@@ -6,7 +6,9 @@
 
 #include "strategy/place_defaults.hpp"
 #include "resource/system_resource.hpp"
+#include "core/error.hpp"
 #include "strategy/strategy.hpp"
+#include "util/format.hpp"
 
 namespace dao::detail {
 namespace {
@@ -23,7 +25,18 @@ tier_memory::tier_memory(dao_place device, dao_place host, std::size_t device_bu
   resource_for(host);
   device_ = device_resource_->place();
   host_ = host;
-  device_base_ = allocator_for(device_).allocate(device_budget, nullptr);
+  device_base_ = allocate_device("dao_tiered_create");
+}
+
+void* tier_memory::allocate_device(const char* function) const {
+  try {
+    return allocator_for(device_).allocate(device_budget_, nullptr);
+  } catch (const out_of_memory& e) {
+    throw out_of_memory(strprintf(
+        "%s: the device range of %zu bytes (the device budget rounded down to whole %zu-byte "
+        "blocks) does not fit: %s",
+        function, device_budget_, kReserveUnit, e.what()));
+  }
 }
 
 tier_memory::~tier_memory() { release_device(); }
@@ -39,7 +52,7 @@ void tier_memory::release_device() noexcept {
 
 void tier_memory::acquire_device() {
   if (device_base_ != nullptr) return;
-  device_base_ = allocator_for(device_).allocate(device_budget_, nullptr);
+  device_base_ = allocate_device("the tiered pool");
 }
 
 void* tier_memory::host_allocate(std::size_t bytes) {

@@ -13,11 +13,23 @@ namespace dao::detail {
 
 class system_resource;
 
+// The bytes of a device budget that a pool reserves and uses: rounded down
+// to whole 512-byte blocks (the caching allocator's unit, so that the
+// allocator does not round the range up past the budget: a budget equal to
+// the device's free memory fits), or to whole arena granules (256 bytes)
+// under 512 bytes.
+inline constexpr std::size_t kReserveUnit = 512;
+inline std::size_t reserved_budget(std::size_t device_budget) noexcept {
+  const std::size_t unit = device_budget >= kReserveUnit ? kReserveUnit : 256;
+  return device_budget / unit * unit;
+}
+
 class tier_memory {
  public:
   // Checks both places (throws invalid_argument / no_device) and allocates
-  // the device range. `stats` (host_bytes, peak_host_bytes) must outlive
-  // this object.
+  // the device range of `device_budget` bytes (reserved_budget(): throws
+  // out_of_memory saying how much it asked for when it does not fit). `stats` (host_bytes,
+  // peak_host_bytes) must outlive this object.
   tier_memory(dao_place device, dao_place host, std::size_t device_budget, std::size_t host_budget,
               dao_tiered_stats& stats);
   // Frees the device range. Never throws.
@@ -69,6 +81,9 @@ class tier_memory {
   dao_place host_{};
   system_resource* device_resource_ = nullptr;
   void* device_base_ = nullptr;
+  // The device range, or throws out_of_memory (the message names `function`).
+  void* allocate_device(const char* function) const;
+
   std::size_t device_budget_ = 0;
   std::size_t host_budget_ = 0;
   dao_tiered_stats& stats_;

@@ -64,10 +64,10 @@ tiered_pool::tiered_pool(dao_place device, dao_place host, std::size_t device_bu
                          const char* config_text)
     : options_(checked_options(device, host, device_budget, config_text)),
       scorer_{options_.policy, nullptr, nullptr},
-      memory_(device, host, device_budget, options_.host_budget, stats_),
+      memory_(device, host, reserved_budget(device_budget), options_.host_budget, stats_),
       copies_(memory_.device_resource(), memory_.device_place(), link_for(options_, device, host),
               memory_),
-      placement_(device_budget, scorer_, memory_, copies_, stats_),
+      placement_(reserved_budget(device_budget), scorer_, memory_, copies_, stats_),
       executor_(mu_, placement_, copies_, memory_, records_, stats_, options_.prefetch) {}
 
 tiered_pool::~tiered_pool() {
@@ -188,6 +188,8 @@ void tiered_pool::write(tiered_tensor& t, const void* src, std::size_t bytes) {
     o->t = ++clock_;
     append_access(t, o->t, false, true);
     t.written = true;
+    t.retired = false;
+    placement_.note_change(t);
   } catch (...) {
     memory_.host_free(staging, bytes);
     throw;
@@ -235,8 +237,8 @@ void tiered_pool::read(tiered_tensor& t, void* dst, std::size_t bytes) {
   // after the failure did not run, so a read gives what the last one left).
   if (!t.written) {
     throw invalid_state(strprintf(
-        "dao_tensor_read: tensor #%llu was never written (no dao_tensor_write and no kernel "
-        "output)",
+        "dao_tensor_read: tensor #%llu holds no data: it was never written (no dao_tensor_write "
+        "and no kernel output) or was retired (dao_tensor_retire) since",
         static_cast<unsigned long long>(t.id)));
   }
   tiered_op o;
@@ -248,6 +250,7 @@ void tiered_pool::read(tiered_tensor& t, void* dst, std::size_t bytes) {
   executor_.enqueue(&o);  // may throw: nothing queued then
   o.t = ++clock_;
   append_access(t, o.t, true, false);
+  placement_.note_change(t);
   executor_.wait_done(lock, o);
   if (o.status != DAO_OK) throw error(o.status, o.message);
 }
@@ -275,6 +278,18 @@ void tiered_pool::release(tiered_tensor& t) {
     o.release();
   }
   t.released = true;  // a failed pool frees it at destroy
+  placement_.note_change(t);
+}
+
+void tiered_pool::retire(tiered_tensor& t) {
+  refuse_in_scoring("dao_tensor_retire");
+  std::lock_guard<std::mutex> lock(mu_);
+  check_tensor(&t, "dao_tensor_retire", "tensor");
+  // Nothing to queue: the uses queued so far keep its data (needs_copy),
+  // and once they have run it is evicted without a copy back.
+  t.retired = true;
+  t.written = false;  // dao_tensor_read refuses until it is written again
+  placement_.note_change(t);
 }
 
 void tiered_pool::submit(dao_kernel_fn fn, void* user_data, tiered_tensor* const* inputs,
@@ -331,7 +346,10 @@ void tiered_pool::submit(dao_kernel_fn fn, void* user_data, tiered_tensor* const
   for (tiered_tensor* t : o->outputs) {
     append_access(*t, o->t, false, true);
     t->written = true;
+    t->retired = false;
   }
+  // Their eviction scores (the index of resident tensors).
+  for (tiered_tensor* t : o->distinct) placement_.note_change(*t);
   o.release();
 }
 

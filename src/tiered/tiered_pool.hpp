@@ -46,6 +46,8 @@ class tiered_pool {
   void read(tiered_tensor& t, void* dst, std::size_t bytes);
   dao_tensor_state state(const tiered_tensor& t);
   void release(tiered_tensor& t);
+  // dao_tensor_retire: no data needed after the uses queued so far.
+  void retire(tiered_tensor& t);
   void submit(dao_kernel_fn fn, void* user_data, tiered_tensor* const* inputs,
               std::size_t input_count, tiered_tensor* const* outputs, std::size_t output_count);
   void synchronize();

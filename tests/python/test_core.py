@@ -618,6 +618,12 @@ class Tiered(unittest.TestCase):
             pool.trim()
             self.assertEqual(pool.stats()["device_bytes"], 0)
             self.assertEqual(ts[3].read()[:4], bytes([3]) * 4)
+            # Retired: no data until written again (dao_tensor_retire).
+            ts[3].retire()
+            with self.assertRaises(dao.InvalidStateError):
+                ts[3].read()
+            ts[3].write(bytes([9]) * n)
+            self.assertEqual(ts[3].read()[:4], bytes([9]) * 4)
             for t in ts:
                 t.release()
             with self.assertRaises(ValueError):

@@ -2397,6 +2397,21 @@ ROW(tensor_release_handle_type, "dao_tensor_release", "handle of another type (a
 ROW(tensor_release_twice, "dao_tensor_release", "released twice", DAO_ERR_INVALID_ARGUMENT,
     "released", { BAD(dao_tensor_release(f->t_released)); })
 
+ROW(tensor_retire_null, "dao_tensor_retire", "NULL tensor", DAO_ERR_INVALID_ARGUMENT, "tensor",
+    { BAD(dao_tensor_retire(NULL)); })
+
+ROW(tensor_retire_fake, "dao_tensor_retire", "garbage tensor handle (aligned, odd)",
+    DAO_ERR_INVALID_ARGUMENT, NULL, {
+  BAD(dao_tensor_retire(fake(f)));
+  BAD(dao_tensor_retire(misaligned(f)));
+})
+
+ROW(tensor_retire_handle_type, "dao_tensor_retire", "handle of another type (a buffer)",
+    DAO_ERR_INVALID_ARGUMENT, NULL, { BAD(dao_tensor_retire((dao_tensor *)(void *)named(f, f->held))); })
+
+ROW(tensor_retire_released, "dao_tensor_retire", "a released tensor", DAO_ERR_INVALID_ARGUMENT,
+    "released", { BAD(dao_tensor_retire(f->t_released)); })
+
 /* ========================================================================= */
 /* tiered.h: kernels, synchronize, statistics, destroy                        */
 

@@ -187,6 +187,7 @@ module dao
                        tensor_read_real32, tensor_read_real64, tensor_read_complex32, &
                        tensor_read_complex64
     procedure :: state => tensor_state
+    procedure :: retire => tensor_retire
     procedure :: release => tensor_release
   end type dao_tensor
 
@@ -274,7 +275,8 @@ module dao
              collection_close, collection_destroy
   private :: tiered_create, tiered_set_score_callback, tiered_submit, tiered_synchronize, &
              tiered_get_stats, tiered_get_link_stats, tiered_trim, tiered_destroy
-  private :: tensor_create, tensor_write_bytes, tensor_read_bytes, tensor_state, tensor_release
+  private :: tensor_create, tensor_write_bytes, tensor_read_bytes, tensor_state, tensor_retire, &
+             tensor_release
   private :: comm_destroy, comm_rank, comm_size, comm_rank_place, comm_info, comm_barrier, &
              comm_supported
   private :: whole_create, whole_destroy, whole_info, whole_partition, whole_entry_rank, &
@@ -1748,6 +1750,15 @@ contains
     st = dao_tensor_get_state(self%handle, state)
     call finish(st, status)
   end function tensor_state
+
+  !> No use after those already submitted needs the data; the handle stays
+  !> (dao_tensor_retire): once the queued uses have run, evicting it copies
+  !> nothing back, and a read fails until it is written again.
+  subroutine tensor_retire(self, status)
+    class(dao_tensor), intent(in) :: self
+    integer(c_int), intent(out), optional :: status
+    call finish(dao_tensor_retire(self%handle), status)
+  end subroutine tensor_retire
 
   !> Drop the handle; the memory goes once no queued kernel uses the tensor.
   subroutine tensor_release(self, status)

@@ -389,7 +389,7 @@ module dao_c
     end subroutine dao_oom_callback
   end interface
 
-  ! --- the 128 functions, by header ---
+  ! --- the 129 functions, by header ---
   ! version.h (2)
   public :: dao_version_number, dao_version_string
   ! status.h (2)
@@ -426,10 +426,10 @@ module dao_c
             dao_buffer_release, dao_buffer_data, dao_buffer_shape, dao_buffer_size, &
             dao_buffer_place, dao_buffer_sequence, dao_collection_create, dao_collection_add, &
             dao_collection_find, dao_collection_close, dao_collection_destroy
-  ! tiered.h (13)
+  ! tiered.h (14)
   public :: dao_tiered_create, dao_tiered_set_score_callback, dao_tensor_create, dao_tensor_write, &
-            dao_tensor_read, dao_tensor_get_state, dao_tensor_release, dao_kernel_submit, &
-            dao_tiered_synchronize, dao_tiered_trim, dao_tiered_get_stats, &
+            dao_tensor_read, dao_tensor_get_state, dao_tensor_release, dao_tensor_retire, &
+            dao_kernel_submit, dao_tiered_synchronize, dao_tiered_trim, dao_tiered_get_stats, &
             dao_tiered_get_link_stats, dao_tiered_destroy
   ! whole.h (26)
   public :: dao_comm_create_local, dao_comm_destroy, dao_comm_rank, dao_comm_size, &
@@ -1221,6 +1221,14 @@ module dao_c
       type(c_ptr), value :: tensor
       integer(c_int) :: r
     end function dao_tensor_release
+
+    !> Say that a tensor's data is needed by no use after those already submitted, while keeping the
+    !> handle (issue 21).
+    function dao_tensor_retire(tensor) bind(C, name="dao_tensor_retire") result(r)
+      import :: c_int, c_ptr
+      type(c_ptr), value :: tensor
+      integer(c_int) :: r
+    end function dao_tensor_retire
 
     !> Submit a kernel; returns at once.
     function dao_kernel_submit(pool, fn, user_data, inputs, input_count, outputs, output_count) &

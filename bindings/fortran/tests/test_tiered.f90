@@ -169,6 +169,13 @@ contains
     call check_ok(st, config // ': trim')
     call pool%get_stats(stats, st)
     call check(stats%device_bytes == 0, config // ': trimmed: nothing on the device')
+    ! Retired: no data until written again (dao_tensor_retire).
+    call t(1)%retire(st)
+    call check_ok(st, config // ': retire')
+    call t(1)%read(got, st)
+    call check(st == DAO_ERR_INVALID_STATE, config // ': a retired tensor holds no data')
+    call t(1)%write(model(:, 1), st)
+    call check_ok(st, config // ': written again')
     if (with_score) then
       call check(log%calls > 0, config // ': the Fortran score function was called')
       call check(log%bad_infos == 0, config // ': it was given sound information')

@@ -519,7 +519,7 @@ STRUCTS = (
     dao_trace_stats,
 )
 
-# The 128 functions, in the order of the headers: name ->
+# The 129 functions, in the order of the headers: name ->
 # (restype, argtypes).
 FUNCTIONS = {
     # version.h
@@ -760,6 +760,9 @@ FUNCTIONS = {
     "dao_tensor_get_state": (dao_status, (c_void_p, POINTER(dao_tensor_state))),
     # dao_tensor_release(tensor): Drop the caller's handle.
     "dao_tensor_release": (dao_status, (c_void_p,)),
+    # dao_tensor_retire(tensor): Say that a tensor's data is needed by no use after those already
+    # submitted, while keeping the handle (issue 21).
+    "dao_tensor_retire": (dao_status, (c_void_p,)),
     # dao_kernel_submit(pool, fn, user_data, inputs, input_count, outputs, output_count): Submit a
     # kernel; returns at once.
     "dao_kernel_submit": (dao_status, (

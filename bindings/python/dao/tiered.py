@@ -37,7 +37,7 @@ def _kernel_trampoline(user_data, inputs, input_count, outputs, output_count, st
 
 class Tensor:
     """A tensor of a tiered pool: ``nbytes``, ``write(data)``, ``read()``,
-    ``state``, ``release()``."""
+    ``state``, ``retire()``, ``release()``."""
 
     __slots__ = ("pool", "handle", "nbytes")
 
@@ -70,6 +70,13 @@ class Tensor:
         s = ctypes.c_int()
         check(self.pool._lib.dao_tensor_get_state(self._h(), ctypes.byref(s)))
         return _STATES.get(s.value, s.value)
+
+    def retire(self):
+        """No use after those already submitted needs the data; the handle
+        stays (``dao_tensor_retire``): once the queued uses have run,
+        evicting it copies nothing back, and ``read()`` fails until a write
+        or a kernel output gives it new data."""
+        check(self.pool._lib.dao_tensor_retire(self._h()))
 
     def release(self):
         """Drop the handle; the memory goes once no queued kernel uses it."""

@@ -33,7 +33,7 @@ export DaoError, CallbackError, Place, cpu, cuda, cuda_pinned, cuda_managed, sim
        Stream, Event, synchronize, isidle, isdone, record!, wait_event, memcpy!,
        launch_host_func, destroy!,
        RecyclePool, Buffer, Collection, acquire, submit!, retain, release, add!,
-       TieredPool, Tensor, write!, set_score_callback!, link_stats,
+       TieredPool, Tensor, write!, retire!, set_score_callback!, link_stats,
        Comm, WholeMemory, local_comms, nranks, rank_place, barrier, supported, partition,
        entries, entry_rank, local_part, rank_part, whole_array, gather, gather!, scatter!,
        gather_collective, gather_collective!, scatter_collective!,

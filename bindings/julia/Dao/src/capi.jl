@@ -439,7 +439,7 @@ struct TraceStats
 end
 
 # =============================================================================
-# The 128 functions, in the order of the headers.
+# The 129 functions, in the order of the headers.
 # =============================================================================
 
 # --- version.h ---
@@ -788,6 +788,9 @@ dao_tensor_get_state(tensor, state) =
 # Drop the caller's handle.
 dao_tensor_release(tensor) =
     @gcsafe ccall((:dao_tensor_release, libdao), Cint, (Ptr{Cvoid},), tensor)
+# Say that a tensor's data is needed by no use after those already submitted, while keeping the
+# handle (issue 21).
+dao_tensor_retire(tensor) = @gcsafe ccall((:dao_tensor_retire, libdao), Cint, (Ptr{Cvoid},), tensor)
 # Submit a kernel; returns at once.
 dao_kernel_submit(pool, fn, user_data, inputs, input_count, outputs, output_count) =
     @gcsafe ccall((:dao_kernel_submit, libdao), Cint,

@@ -214,6 +214,19 @@ function state(t::Tensor)
 end
 
 """
+    retire!(tensor)
+
+Say that no use after those already submitted needs the tensor's data, and
+keep the handle (`dao_tensor_retire`): once the queued uses have run,
+evicting it copies nothing back; `read!` fails until a write or a kernel
+output gives it new data.
+"""
+function retire!(t::Tensor)
+    check(dao_tensor_retire(_handle(t)))
+    return nothing
+end
+
+"""
     release(tensor)
 
 Drop the tensor (`dao_tensor_release`): its memory is freed once the last

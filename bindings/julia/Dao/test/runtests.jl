@@ -642,6 +642,12 @@ end
     dst = zeros(1000)
     read!(x, dst)
     @test dst == 1.0:1000.0
+    # Retired: no data until written again (dao_tensor_retire).
+    retire!(x)
+    @test_throws DaoError read!(x, dst)
+    write!(x, collect(1.0:1000.0))
+    read!(x, dst)
+    @test dst == 1.0:1000.0
 
     # The kernel's stream.
     seen = Ref(C_NULL)

@@ -1216,6 +1216,9 @@ extern "C" {
     ) -> dao_status;
     /// Drop the caller's handle.
     pub fn dao_tensor_release(tensor: *mut dao_tensor) -> dao_status;
+    /// Say that a tensor's data is needed by no use after those already submitted, while keeping
+    /// the handle (issue 21).
+    pub fn dao_tensor_retire(tensor: *mut dao_tensor) -> dao_status;
     /// Submit a kernel; returns at once.
     pub fn dao_kernel_submit(
         pool: *mut dao_tiered,

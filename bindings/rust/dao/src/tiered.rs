@@ -644,6 +644,16 @@ impl Tensor<'_> {
         check(unsafe { ffi::dao_tensor_get_state(self.as_raw(), &mut state) })?;
         Ok(TensorState::from_raw(state))
     }
+
+    /// Says that no use after those already submitted needs its data, and
+    /// keeps the handle (`dao_tensor_retire`): once the queued uses have
+    /// run, evicting it copies nothing back. [`Tensor::read`] fails with
+    /// [`Status::InvalidState`] until a write or a kernel output gives it
+    /// new data.
+    pub fn retire(&self) -> Result<()> {
+        // SAFETY: live tensor.
+        check(unsafe { ffi::dao_tensor_retire(self.as_raw()) })
+    }
 }
 
 impl Drop for Tensor<'_> {

@@ -92,6 +92,11 @@ fn run_program(config: &str, score: bool) -> dao::TieredStats {
     assert!(link.host_pageable, "a CPU host tier is pageable");
     pool.trim().unwrap();
     assert_eq!(pool.stats().unwrap().device_bytes, 0, "trimmed: nothing on the device");
+    // Retired: no data until written again (dao_tensor_retire).
+    tensors[0].retire().unwrap();
+    assert!(tensors[0].read_vec::<u32>().is_err(), "{config}: a retired tensor holds no data");
+    tensors[0].write(&model[0]).unwrap();
+    assert!(tensors[0].read_vec::<u32>().unwrap() == model[0], "{config}: written again");
     assert_eq!((st.kernels_submitted, st.kernels_run), (60, 60));
     assert_eq!(st.tensors_live, 12);
     assert!(st.peak_device_bytes <= MIB as u64);
