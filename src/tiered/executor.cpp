@@ -87,7 +87,7 @@ void executor::wait_drained(std::unique_lock<std::mutex>& lock) {
   wait_for(lock, target, [&] { return ops_completed_ >= target; });
 }
 
-void executor::settle_copies(std::unique_lock<std::mutex>& lock) {
+void executor::quiesce_copies(std::unique_lock<std::mutex>& lock) {
   unlocked u(lock);
   copies_.quiesce();
 }

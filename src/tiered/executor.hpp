@@ -87,7 +87,7 @@ class executor {
   // Waits (mu_ released meanwhile) until the copies queued so far have
   // finished: after wait_drained(), every tensor is then on the device or
   // on the host, none in transit.
-  void settle_copies(std::unique_lock<std::mutex>& lock);
+  void quiesce_copies(std::unique_lock<std::mutex>& lock);
   bool failed() const noexcept { return failed_; }
   // Whether the caller is the executor thread: a kernel or a scoring
   // callback of this pool (no mutex needed).

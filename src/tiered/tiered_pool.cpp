@@ -362,7 +362,7 @@ void tiered_pool::synchronize() {
   }
   // The evictions and prefetches the last kernels caused run on after them:
   // once this returns no tensor is in transit.
-  executor_.settle_copies(lock);
+  executor_.quiesce_copies(lock);
 }
 
 void tiered_pool::trim() {

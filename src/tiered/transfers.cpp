@@ -194,16 +194,14 @@ void transfers::wait_copies() {
 
 void transfers::settle_copies() {
   const auto t0 = steady::now();
-  drain_lanes();
-  if (!d2h().query()) d2h().synchronize();
-  if (!h2d().query()) h2d().synchronize();
+  quiesce();
   add_waited(t0);
 }
 
 void transfers::quiesce() {
   drain_lanes();
-  d2h().synchronize();
-  h2d().synchronize();
+  if (!d2h().query()) d2h().synchronize();
+  if (!h2d().query()) h2d().synchronize();
 }
 
 void transfers::note_vacated(const tiered_tensor& t) {

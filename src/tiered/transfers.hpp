@@ -90,10 +90,11 @@ class transfers {
 
   // Waits for both copy streams (every copy queued so far has finished).
   void wait_copies();
-  // The same, asking each stream first (cheaper when it is idle).
+  // The same, asking each stream first (cheaper when it is idle), timed as
+  // the executor's stall.
   void settle_copies();
-  // From any thread, once the executor is idle: waits for every copy
-  // queued so far (dao_tiered_synchronize); not counted as a stall.
+  // settle_copies() untimed, for any thread once the executor is idle
+  // (dao_tiered_synchronize: the caller's wait is not a stall).
   void quiesce();
 
   // The copies a kernel must wait for: recorded by fence_kernel (with the

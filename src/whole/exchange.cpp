@@ -176,22 +176,39 @@ void whole_memory::exchange_indices(const char* function) {
   // partition (the ranks agreed on the object): each is in this part.
 }
 
-void whole_memory::gather_collective(const std::int64_t* indices, std::size_t count, void* dst) {
-  static const char* const kFunction = "dao_whole_gather_collective";
+// The start both collective calls share: every rank checks its arguments
+// (and plans the exchange), then the ranks agree. True when the entries
+// are to be exchanged (the indices already are); false when the call
+// copies directly (mapped memory, one rank, a transport without the
+// all-to-alls) and the caller does so. `scattered`: the entries a
+// scatter sends, NULL for a gather.
+bool whole_memory::start_collective(const char* function, call_kind kind,
+                                    const std::int64_t* indices, std::size_t count,
+                                    const void* buffer, const char* buffer_name,
+                                    const char* scattered) {
   transport& t = comm_.net();
   const bool exchange = storage_->win() != nullptr && t.has_exchange() && comm_.size() > 1;
   const outcome mine = capture([&] {
-    check_indices(kFunction, indices, count, dst, "dst");
-    if (exchange) plan_exchange(kFunction, indices, count, nullptr);
+    check_indices(function, indices, count, buffer, buffer_name);
+    if (exchange) plan_exchange(function, indices, count, scattered);
   });
-  call c{kFunction, call_kind::whole_gather_collective, id_, {}, nullptr, nullptr};
+  call c{function, kind, id_, {}, nullptr, nullptr};
   if (!exchange) {
     agree_on_call(t, c, mine);
+    return false;
+  }
+  agree_on_exchange(c, mine);
+  exchange_indices(function);
+  return true;
+}
+
+void whole_memory::gather_collective(const std::int64_t* indices, std::size_t count, void* dst) {
+  if (!start_collective("dao_whole_gather_collective", call_kind::whole_gather_collective, indices,
+                        count, dst, "dst", nullptr)) {
     gather_unchecked(indices, count, dst);
     return;
   }
-  agree_on_exchange(c, mine);
-  exchange_indices(kFunction);
+  transport& t = comm_.net();
   exchange_buffers& x = *exchange_;
   const std::size_t g = params_.entry_size;
   const char* local = storage_->part(comm_.rank());
@@ -214,22 +231,13 @@ void whole_memory::gather_collective(const std::int64_t* indices, std::size_t co
 
 void whole_memory::scatter_collective(const void* src, const std::int64_t* indices,
                                       std::size_t count) {
-  static const char* const kFunction = "dao_whole_scatter_collective";
-  transport& t = comm_.net();
-  const bool exchange = storage_->win() != nullptr && t.has_exchange() && comm_.size() > 1;
   const char* in = static_cast<const char*>(src);
-  const outcome mine = capture([&] {
-    check_indices(kFunction, indices, count, src, "src");
-    if (exchange) plan_exchange(kFunction, indices, count, in);
-  });
-  call c{kFunction, call_kind::whole_scatter_collective, id_, {}, nullptr, nullptr};
-  if (!exchange) {
-    agree_on_call(t, c, mine);
+  if (!start_collective("dao_whole_scatter_collective", call_kind::whole_scatter_collective,
+                        indices, count, src, "src", in)) {
     scatter_unchecked(src, indices, count);
     return;
   }
-  agree_on_exchange(c, mine);
-  exchange_indices(kFunction);
+  transport& t = comm_.net();
   exchange_buffers& x = *exchange_;
   const std::size_t g = params_.entry_size;
   t.alltoallv(x.send_data.data(), x.send_counts.data(), x.send_displs.data(), x.recv_data.data(),

@@ -92,6 +92,12 @@ class whole_memory {
   // The exchange after the plan: counts, then the indices. Agrees with the
   // other ranks on the room for what arrives.
   void exchange_indices(const char* function);
+  // The checks, plan and agreement both collective calls start with; true
+  // when the entries are to be exchanged, false when the caller copies
+  // directly (exchange.cpp).
+  bool start_collective(const char* function, call_kind kind, const std::int64_t* indices,
+                        std::size_t count, const void* buffer, const char* buffer_name,
+                        const char* scattered);
   // The agreement on a collective gather or scatter; carries the counts.
   void agree_on_exchange(const call& c, const outcome& mine);
   void gather_unchecked(const std::int64_t* indices, std::size_t count, void* dst);
