@@ -5,6 +5,10 @@
  * but the C library: the `dao` tool's replay, plan, view and convert
  * subcommands share it.
  *
+ * Both encodings: JSON Lines, and the binary one the recorder writes by
+ * default (frames after the header line: `J` frames of JSON lines, `R`
+ * frames of 48-byte records), read into the same records.
+ *
  * What it checks (the format's reading rules): the first line must be a
  * header of format "dao-trace" and version <= 1; every later line must be a
  * JSON object with "k" and "t", else the read fails naming the line. Kinds
@@ -114,8 +118,8 @@ typedef struct dao_trace {
   size_t text_count;
 
   /* what the reader noticed */
-  size_t lines;             /* complete lines read, header included */
-  int incomplete_last_line; /* 1: the file ended without '\n' (ignored) */
+  size_t lines;             /* complete lines (and binary records) read, header included */
+  int incomplete_last_line; /* 1: the file ended without '\n', or inside a frame (ignored) */
   size_t unknown_kinds;     /* records of kinds this reader does not know */
   size_t first_unknown_line;
   size_t unmatched; /* free/free_done/use with no live alloc: skipped */

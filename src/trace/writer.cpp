@@ -310,6 +310,7 @@ class writer {
 
   // Refines ticks -> ns over the longest baseline (TSC clocks only).
   void recalibrate() {
+    if (!g_stamp_counter.load(std::memory_order_relaxed)) return;  // stamps are ns already
     const std::uint64_t c = clock_now(), ns = monotonic_now();
     if (c > r_.start_clock && ns > r_.start_ns + 50000000ull)
       r_.ns_per_tick =
