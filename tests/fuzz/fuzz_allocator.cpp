@@ -542,13 +542,17 @@ class machine {
     if (s != DAO_OK) {
       FUZZ_MESSAGE(s);
       // Out of memory: documented for an initial_pool that cannot be
-      // reserved: a SIM device may be full; the CPU has room for the few
-      // MiB asked here (initial_pool <= max_pool, or the config is refused).
-      FUZZ_CHECK(s == DAO_ERR_INVALID_ARGUMENT ||
-                     (s == DAO_ERR_OUT_OF_MEMORY &&
-                      config.find("initial_pool") != std::string::npos && pl != 0),
-                 "dao_allocator_create(%s, '%s') gave %d (%s)", kStrategyNames[strategy],
-                 config.c_str(), (int)s, dao_status_string(s));
+      // reserved: a SIM device may be full, or an upstream limit of the
+      // chain (upstream.max_pool) is below it; otherwise the CPU has room
+      // for the few MiB asked here (initial_pool <= max_pool of the same
+      // strategy, or the config is refused).
+      const bool upstream_limited = config.find("upstream.max_pool") != std::string::npos;
+      FUZZ_CHECK(
+          s == DAO_ERR_INVALID_ARGUMENT ||
+              (s == DAO_ERR_OUT_OF_MEMORY && config.find("initial_pool") != std::string::npos &&
+               (pl != 0 || upstream_limited)),
+          "dao_allocator_create(%s, '%s') gave %d (%s)", kStrategyNames[strategy], config.c_str(),
+          (int)s, dao_status_string(s));
       FUZZ_CHECK(a == sentinel, "a failed create changed its out-parameter");
       return;
     }
