@@ -11,6 +11,7 @@
 #define _GNU_SOURCE
 
 #include <pthread.h>
+#include <stddef.h>
 #include <time.h>
 
 #include "dao_test.h"
@@ -403,18 +404,24 @@ static void test_trim(void **state) {
   /* Waits for the kernels, moves the resident (dirty) tensors to the host,
      gives the budget back to the place's allocator: the rest of the
      program can use it. */
+  assert_int_equal(get_stats(pool).device_range_bytes, 12 * MIB);
   assert_ok(dao_tiered_trim(pool));
   assert_int_equal(get_stats(pool).device_bytes, 0);
+  assert_int_equal(get_stats(pool).device_range_bytes, 0);
+  assert_int_equal(get_stats(pool).trims, 1);
+  assert_int_equal(get_stats(pool).idle_trims, 0);
   assert_int_equal(get_stats(pool).kernels_run, 2 * N);
   for (i = 0; i < N; ++i) assert_int_equal(state_of(t[i]), DAO_TENSOR_ON_HOST);
   assert_ok(dao_allocator_alloc(rest, 8 * MIB, NULL, &other));
   assert_ok(dao_allocator_free(rest, other));
   assert_ok(dao_tiered_trim(pool)); /* again: nothing to do */
+  assert_int_equal(get_stats(pool).trims, 1);
   /* The next kernels take the budget again and fetch what they use. */
   for (i = 0; i < N; ++i)
     assert_ok(dao_kernel_submit(pool, k_inc_all, (void *)(uintptr_t)words, NULL, 0, &t[i], 1));
   assert_ok(dao_tiered_synchronize(pool));
   assert_true(get_stats(pool).device_bytes > 0);
+  assert_int_equal(get_stats(pool).device_range_bytes, 12 * MIB);
   assert_status(dao_allocator_alloc(rest, 8 * MIB, NULL, &other), DAO_ERR_OUT_OF_MEMORY);
   assert_ok(dao_allocator_destroy(rest));
   for (i = 0; i < N; ++i) {
@@ -435,6 +442,8 @@ static void test_trim(void **state) {
     assert_ok(dao_kernel_submit(tight, k_init, (void *)(uintptr_t)8, NULL, 0, &b, 1));
     assert_failure_mentions(dao_tiered_trim(tight), DAO_ERR_OUT_OF_MEMORY, "nothing was moved");
     assert_int_equal(get_stats(tight).device_bytes, 2 * bytes);
+    assert_int_equal(get_stats(tight).trims, 0);
+    assert_true(get_stats(tight).device_range_bytes > 0);
     assert_int_equal(state_of(a), DAO_TENSOR_ON_DEVICE);
     assert_ok(dao_tensor_read(a, buf, bytes));
     assert_int_equal(buf[0], 7);
@@ -445,6 +454,101 @@ static void test_trim(void **state) {
   assert_ok(dao_tiered_destroy(tight));
   /* bad input */
   assert_failure_mentions(dao_tiered_trim(NULL), DAO_ERR_INVALID_ARGUMENT, "pool");
+  free(buf);
+}
+
+/* Waits (up to 20 s: the pool's idle_trim is 20 ms; this bound is not a
+   timing target, only a guard against a pool that never trims) until the
+   pool's statistics say `idle_trims` >= want; returns its stats then. */
+static dao_tiered_stats wait_idle_trims(dao_tiered *pool, uint64_t want) {
+  dao_tiered_stats s = get_stats(pool);
+  int i;
+  for (i = 0; i < 20000 && s.idle_trims < want; ++i) {
+    struct timespec ms = {0, 1000000};
+    nanosleep(&ms, NULL);
+    s = get_stats(pool);
+  }
+  return s;
+}
+
+/* idle_trim: the pool gives its range back by itself once its queue has
+   been empty that long, and takes it again for the next kernel. */
+static void test_idle_trim(void **state) {
+  enum { N = 3 };
+  const size_t bytes = 256 * KIB, words = bytes / 4;
+  dao_tiered *pool = NULL, *tight = NULL;
+  dao_tensor *t[N];
+  uint32_t *buf = malloc(bytes);
+  void *other = NULL;
+  dao_allocator *rest = NULL;
+  dao_tiered_stats s;
+  size_t w;
+  int i;
+  (void)state;
+  assert_non_null(buf);
+  assert_ok(dao_allocator_create(dao_place_sim(1), "system", NULL, &rest));
+  assert_ok(
+      dao_tiered_create(dao_place_sim(1), dao_place_cpu(), 12 * MIB, "idle_trim=20ms", &pool));
+  for (i = 0; i < N; ++i) {
+    assert_ok(dao_tensor_create(pool, bytes, &t[i]));
+    for (w = 0; w < words; ++w) buf[w] = (uint32_t)(i * 1000 + w);
+    assert_ok(dao_tensor_write(t[i], buf, bytes));
+    assert_ok(dao_kernel_submit(pool, k_inc_all, (void *)(uintptr_t)words, NULL, 0, &t[i], 1));
+  }
+  s = wait_idle_trims(pool, 1);
+  assert_int_equal(s.idle_trims, 1);
+  assert_int_equal(s.trims, 1);
+  assert_int_equal(s.device_range_bytes, 0);
+  assert_int_equal(s.device_bytes, 0);
+  assert_int_equal(s.kernels_run, N);
+  for (i = 0; i < N; ++i) assert_int_equal(state_of(t[i]), DAO_TENSOR_ON_HOST);
+  /* The rest of the program finds the room... */
+  assert_ok(dao_allocator_alloc(rest, 8 * MIB, NULL, &other));
+  assert_ok(dao_allocator_free(rest, other));
+  /* ... and an idle pool that holds nothing does not trim again. */
+  {
+    struct timespec idle = {0, 100000000};
+    nanosleep(&idle, NULL);
+  }
+  assert_int_equal(get_stats(pool).trims, 1);
+  /* The next kernels take the range again; once idle, it goes back. */
+  for (i = 0; i < N; ++i)
+    assert_ok(dao_kernel_submit(pool, k_inc_all, (void *)(uintptr_t)words, NULL, 0, &t[i], 1));
+  s = wait_idle_trims(pool, 2);
+  assert_int_equal(s.idle_trims, 2);
+  assert_int_equal(s.kernels_run, 2 * N);
+  assert_int_equal(s.device_range_bytes, 0);
+  for (i = 0; i < N; ++i) {
+    assert_ok(dao_tensor_read(t[i], buf, bytes));
+    for (w = 0; w < words; ++w) assert_int_equal(buf[w], (uint32_t)(i * 1000 + w + 2));
+    assert_ok(dao_tensor_release(t[i]));
+  }
+  assert_ok(dao_tiered_destroy(pool));
+  /* A host tier with no room for what lives on the device alone: the idle
+     trim moves nothing and the pool goes on, range held. */
+  assert_ok(dao_tiered_create(dao_place_sim(1), dao_place_cpu(), 2 * bytes + 1024,
+                              "host_budget=256KiB,idle_trim=1ms", &tight));
+  {
+    dao_tensor *a = NULL, *b = NULL;
+    struct timespec idle = {0, 50000000};
+    assert_ok(dao_tensor_create(tight, bytes, &a));
+    assert_ok(dao_tensor_create(tight, bytes, &b));
+    assert_ok(dao_kernel_submit(tight, k_init, (void *)(uintptr_t)7, NULL, 0, &a, 1));
+    assert_ok(dao_kernel_submit(tight, k_init, (void *)(uintptr_t)8, NULL, 0, &b, 1));
+    assert_ok(dao_tiered_synchronize(tight));
+    nanosleep(&idle, NULL);
+    s = get_stats(tight);
+    assert_int_equal(s.idle_trims, 0);
+    assert_int_equal(s.trims, 0);
+    assert_int_equal(s.device_bytes, 2 * bytes);
+    assert_true(s.device_range_bytes > 0);
+    assert_ok(dao_tensor_read(b, buf, bytes));
+    assert_int_equal(buf[0], 8);
+    assert_ok(dao_tensor_release(a));
+    assert_ok(dao_tensor_release(b));
+  }
+  assert_ok(dao_tiered_destroy(tight));
+  assert_ok(dao_allocator_destroy(rest));
   free(buf);
 }
 
@@ -940,6 +1044,23 @@ static void test_bad_input(void **state) {
   assert_failure_mentions(
       dao_tiered_create(dao_place_sim(0), dao_place_cpu(), MIB, "sim_host=gpu", &p2),
       DAO_ERR_INVALID_ARGUMENT, "sim_host");
+  {
+    static const char *const bad_idle[] = {"idle_trim=soon", "idle_trim=5",   "idle_trim=1h",
+                                           "idle_trim=10us", "idle_trim=-1s", "idle_trim=25*60min",
+                                           "idle_trim=2ns",  "idle_trim=nans"};
+    size_t k;
+    for (k = 0; k < sizeof bad_idle / sizeof bad_idle[0]; ++k) {
+      p2 = NULL;
+      assert_failure_mentions(
+          dao_tiered_create(dao_place_sim(0), dao_place_cpu(), MIB, bad_idle[k], &p2),
+          DAO_ERR_INVALID_ARGUMENT, "idle_trim");
+      assert_null(p2);
+    }
+    assert_ok(dao_tiered_create(dao_place_sim(0), dao_place_cpu(), MIB, "idle_trim=off", &p2));
+    assert_ok(dao_tiered_destroy(p2));
+    assert_ok(dao_tiered_create(dao_place_sim(0), dao_place_cpu(), MIB, "idle_trim=1.5s", &p2));
+    assert_ok(dao_tiered_destroy(p2));
+  }
   assert_failure_mentions(
       dao_tiered_create(dao_place_sim(0), dao_place_cpu(), MIB, "pageable_to_device=0", &p2),
       DAO_ERR_INVALID_ARGUMENT, "pageable_to_device");
@@ -1012,6 +1133,25 @@ static void test_bad_input(void **state) {
   st.struct_size = 8;
   assert_status(dao_tiered_get_stats(pool, &st), DAO_ERR_INVALID_ARGUMENT);
   assert_status(dao_tiered_get_stats(NULL, &st), DAO_ERR_INVALID_ARGUMENT);
+  {
+    /* A program built against an older header (the struct ended at
+       tensors_live) keeps working: the fields that fit are written, the
+       bytes past them never; one byte short of that is refused. */
+    const size_t old_size = offsetof(dao_tiered_stats, device_range_bytes);
+    dao_tiered_stats older;
+    memset(&older, 0x5A, sizeof older);
+    older.struct_size = old_size - 1;
+    assert_failure_mentions(dao_tiered_get_stats(pool, &older), DAO_ERR_INVALID_ARGUMENT,
+                            "at least");
+    assert_true(older.kernels_submitted == 0x5A5A5A5A5A5A5A5Aull);
+    older.struct_size = old_size;
+    assert_ok(dao_tiered_get_stats(pool, &older));
+    assert_int_equal(older.struct_size, old_size);
+    assert_int_equal(older.kernels_submitted, 1);
+    assert_true(older.device_range_bytes == 0x5A5A5A5A5A5A5A5Aull);
+    assert_true(older.idle_trims == 0x5A5A5A5A5A5A5A5Aull);
+    st.struct_size = sizeof st;
+  }
   {
     dao_tiered_link_stats ls;
     memset(&ls, 0x5A, sizeof ls);
@@ -1263,6 +1403,7 @@ int main(void) {
       cmocka_unit_test(test_random_program),
       cmocka_unit_test(test_link),
       cmocka_unit_test(test_trim),
+      cmocka_unit_test(test_idle_trim),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

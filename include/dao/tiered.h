@@ -44,6 +44,13 @@
  *   buffers at these rates).
  * - `sim_host` (SIM device only): `pageable` (default) or `pinned`, what the
  *   CPU host tier stands for.
+ * - `idle_trim` (default `0` = never): once the queue has been empty this
+ *   long (`500ms`, `2s`, `100us`, `1min`; 1 ms to 24 hours), the executor
+ *   gives the device range back as dao_tiered_trim() does, so memory the
+ *   program allocates outside the pool while it idles finds room; the next
+ *   kernel takes the range again. When the host tier has no room
+ *   (`host_budget`) nothing moves and the pool keeps the range until it has
+ *   run more work.
  */
 #ifndef DAO_TIERED_H
 #define DAO_TIERED_H
@@ -141,6 +148,13 @@ typedef struct dao_tiered_stats {
   uint64_t host_bytes;         /**< Bytes in the host tier now. */
   uint64_t peak_host_bytes;    /**< Peak of host_bytes. */
   uint64_t tensors_live;       /**< Tensors not yet freed. */
+  uint64_t device_range_bytes; /**< Device memory the pool holds now: its
+                                    budget's range, or 0 once given back
+                                    (dao_tiered_trim(), `idle_trim`) until
+                                    the next kernel takes it again. */
+  uint64_t trims;              /**< Times the range was given back, by
+                                    dao_tiered_trim() or `idle_trim`. */
+  uint64_t idle_trims;         /**< ... of which by `idle_trim`. */
 } dao_tiered_stats;
 
 /**
@@ -397,7 +411,8 @@ DAO_API dao_status dao_tiered_synchronize(dao_tiered *pool);
  *
  * A pool holds its budget as one range of the device place's allocator
  * from dao_tiered_create() on (docs/tiered.md says why); call this between
- * phases of a program that needs the card for something else meanwhile.
+ * phases of a program that needs the card for something else meanwhile,
+ * or let the pool do it when idle with the config key `idle_trim`.
  * @param[in] pool The pool.
  * @retval DAO_OK                   Trimmed: it holds no device memory now.
  * @retval DAO_ERR_INVALID_ARGUMENT NULL or not a pool.

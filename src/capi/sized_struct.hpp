@@ -5,14 +5,15 @@
 // The rule (issue 20: a struct_size larger than the caller's buffer, an
 // uninitialised field, made the library zero-fill up to struct_size bytes,
 // and SIZE_MAX gave a wild memset):
-//  - a struct_size below the size of the struct this version knows is
-//    refused (the caller's struct is older than any version had);
+//  - a struct_size below the struct's oldest size (oldest_size<T>: its size
+//    in the first version that had it) is refused: no version had it;
 //  - a struct_size above kMaxStructSize is refused: no struct of libdao will
 //    ever be that large, so it is an unset or corrupted field;
-//  - otherwise the library writes exactly sizeof(T) bytes (the fields it
-//    knows) and keeps the caller's struct_size. Bytes past sizeof(T), the
-//    fields of a newer header, are never touched: a caller that zero-fills
-//    its struct reads 0 in them.
+//  - otherwise the library writes the fields that fit: min(struct_size,
+//    sizeof(T)) bytes, so a program built against an older header (a
+//    smaller struct) keeps working, and keeps the caller's struct_size.
+//    Bytes past sizeof(T), the fields of a newer header, are never touched:
+//    a caller that zero-fills its struct reads 0 in them.
 // A refusal is DAO_ERR_INVALID_ARGUMENT, with nothing written.
 #pragma once
 
@@ -21,12 +22,25 @@
 #include <string>
 
 #include "capi/guard.hpp"
+#include "dao/tiered.h"
 #include "util/format.hpp"
 
 namespace dao::detail {
 
 // The largest struct_size accepted (64 KiB), stated in the public headers.
 inline constexpr std::size_t kMaxStructSize = 64 * 1024;
+
+// The size of a sized struct in the first version that had it: the
+// smallest struct_size a caller can send. A struct that grows gets a line
+// here naming its first new field (docs/abi.md).
+template <class T>
+inline constexpr std::size_t oldest_size = sizeof(T);
+// The ABI baseline (abi/libdao.abi, as recorded before issue 21's idle_trim)
+// ended at tensors_live; device_range_bytes, trims and idle_trims came
+// with idle_trim (issue 21).
+template <>
+inline constexpr std::size_t oldest_size<dao_tiered_stats> = offsetof(dao_tiered_stats,
+                                                                      device_range_bytes);
 
 // Throws invalid_argument when `caller_size` cannot be the struct_size of a
 // struct this version knows as `known` bytes. The message names the field
@@ -52,17 +66,17 @@ inline void check_struct_size(std::size_t caller_size, std::size_t known, const 
 template <class T>
 void check_sized(const T* target, const char* function, const char* name) {
   require_non_null(target, function, name);
-  check_struct_size(target->struct_size, sizeof(T), function, name);
+  check_struct_size(target->struct_size, oldest_size<T>, function, name);
 }
 
 // Copies `value` into the caller's struct `target`: checks it (check_sized),
-// writes the sizeof(T) bytes this version knows, nothing past them, and
-// keeps the caller's struct_size.
+// writes the fields that both versions know (min(struct_size, sizeof(T))
+// bytes), nothing past them, and keeps the caller's struct_size.
 template <class T>
 void write_sized(const T& value, T* target, const char* function, const char* name) {
   check_sized(target, function, name);
   const std::size_t caller_size = target->struct_size;
-  std::memcpy(target, &value, sizeof(T));
+  std::memcpy(target, &value, caller_size < sizeof(T) ? caller_size : sizeof(T));
   target->struct_size = caller_size;
 }
 

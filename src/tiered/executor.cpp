@@ -23,14 +23,16 @@ using steady = std::chrono::steady_clock;
 }  // namespace
 
 executor::executor(std::mutex& mu, placement& placement, transfers& copies, tier_memory& memory,
-                   tensor_records& records, dao_tiered_stats& stats, std::size_t prefetch)
+                   tensor_records& records, dao_tiered_stats& stats, std::size_t prefetch,
+                   std::uint64_t idle_trim_ns)
     : mu_(mu),
       placement_(placement),
       copies_(copies),
       memory_(memory),
       records_(records),
       stats_(stats),
-      prefetch_(prefetch) {
+      prefetch_(prefetch),
+      idle_trim_ns_(idle_trim_ns) {
   try {
     thread_ = std::thread([this] { run(); });
   } catch (const std::system_error& e) {
@@ -101,6 +103,7 @@ void executor::run() noexcept {
     if (queue_.empty()) break;
     tiered_op* o = queue_.front();
     queue_.pop_front();
+    idle_trim_done_ = false;
     if (failed_ && o->what != tiered_op::kind::read) {
       discard(*o);
     } else {
@@ -136,11 +139,39 @@ void executor::run() noexcept {
 // spinning (issue 21): on a loaded machine a spinning executor took the
 // core the submitting thread needed; a submitter that runs ahead (the usual
 // case) finds the executor busy and wakes nobody.
+// With idle_trim, the sleep has a deadline: a queue still empty then (and
+// no stop asked for) gives the device range back, once per idle spell.
 void executor::await_work(std::unique_lock<std::mutex>& lock) {
   while (queue_.empty() && !stopping_) {
+    const bool trim_due =
+        idle_trim_ns_ != 0 && !idle_trim_done_ && !failed_ && memory_.device_held();
     executor_idle_ = true;
-    work_cv_.wait(lock);
+    if (!trim_due) {
+      work_cv_.wait(lock);
+      executor_idle_ = false;
+      continue;
+    }
+    const auto deadline = steady::now() + std::chrono::nanoseconds(idle_trim_ns_);
+    const bool woken =
+        work_cv_.wait_until(lock, deadline, [&] { return !queue_.empty() || stopping_; });
     executor_idle_ = false;
+    if (!woken) trim_when_idle(lock);
+  }
+}
+
+// dao_tiered_trim() without a caller: a refusal (no room in the host tier)
+// or a host allocation that fails part way leaves every tensor readable on
+// one tier or the other, so it is not the pool's failure; the pool just
+// keeps what it holds until it has run more work.
+void executor::trim_when_idle(std::unique_lock<std::mutex>& lock) {
+  idle_trim_done_ = true;
+  std::string failure;
+  try {
+    const std::uint64_t before = stats_.trims;
+    placement_.trim(lock, failure);
+    if (stats_.trims != before) ++stats_.idle_trims;
+  } catch (...) {
+    // As after a refused dao_tiered_trim(): what moved is on the host.
   }
 }
 

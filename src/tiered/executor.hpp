@@ -59,8 +59,11 @@ class executor {
   // `prefetch`: how many queued kernels ahead have their inputs fetched.
   // `records` takes back each released tensor's record once its release
   // operation has run.
+  // `idle_trim_ns`: after this long with an empty queue the thread gives
+  // the device range back (0: never).
   executor(std::mutex& mu, placement& placement, transfers& copies, tier_memory& memory,
-           tensor_records& records, dao_tiered_stats& stats, std::size_t prefetch);
+           tensor_records& records, dao_tiered_stats& stats, std::size_t prefetch,
+           std::uint64_t idle_trim_ns);
   // Stops the thread (see stop).
   ~executor() { stop(); }
 
@@ -105,6 +108,7 @@ class executor {
   void run_write(tiered_op& o, std::unique_lock<std::mutex>& lock);
   void run_read(tiered_op& o, std::unique_lock<std::mutex>& lock);
   void run_trim(tiered_op& o, std::unique_lock<std::mutex>& lock);
+  void trim_when_idle(std::unique_lock<std::mutex>& lock);
   void copy_out(tiered_op& o, std::unique_lock<std::mutex>& lock);
   void prefetch_after();
   void discard(tiered_op& o);
@@ -123,6 +127,7 @@ class executor {
   tensor_records& records_;
   dao_tiered_stats& stats_;
   std::size_t prefetch_;
+  std::uint64_t idle_trim_ns_;
 
   // Everything below: under mu_ unless said otherwise.
   std::condition_variable work_cv_;  // the thread waits for work
@@ -131,9 +136,10 @@ class executor {
   std::size_t peak_queue_ = 0;  // the most ops queued at once
   std::uint64_t ops_submitted_ = 0;
   std::uint64_t ops_completed_ = 0;
-  bool executor_idle_ = false;                         // the thread sleeps on work_cv_
-  std::uint64_t wake_at_ = UINT64_MAX;                 // ops_completed_ that a waiter needs
-  std::vector<void*> in_ptrs_, out_ptrs_;              // the thread's, for each kernel's pointers
+  bool executor_idle_ = false;             // the thread sleeps on work_cv_
+  bool idle_trim_done_ = false;            // tried since the last op: not again until more work
+  std::uint64_t wake_at_ = UINT64_MAX;     // ops_completed_ that a waiter needs
+  std::vector<void*> in_ptrs_, out_ptrs_;  // the thread's, for each kernel's pointers
   std::vector<std::unique_ptr<tiered_op>> spare_ops_;  // finished ops, for reuse
   bool stopping_ = false;
   bool failed_ = false;

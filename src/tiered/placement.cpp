@@ -565,6 +565,7 @@ bool placement::trim(std::unique_lock<std::mutex>& lock, std::string& failure) {
     unlocked u(lock);
     copies_.wait_copies();
   }
+  if (memory_.device_held()) ++stats_.trims;
   memory_.release_device();
   return true;
 }

@@ -59,6 +59,33 @@ double parse_bandwidth(const std::string& text, const std::string& context, cons
   throw bad();
 }
 
+// "500ms", "2s", "1.5s", "250us", "1min"; "0" or "off": never.
+std::uint64_t parse_idle_ns(const std::string& text, const std::string& context) {
+  std::string s(trim_spaces(text));
+  if (s == "0" || s == "off") return 0;
+  const char* begin = s.c_str();
+  char* end = nullptr;
+  const double number = std::strtod(begin, &end);
+  const std::string unit(trim_spaces(std::string_view(end)));
+  double factor = 0;
+  if (unit == "s") factor = 1;
+  if (unit == "ms") factor = 1e-3;
+  if (unit == "us") factor = 1e-6;
+  if (unit == "min") factor = 60;
+  if (end == begin || factor == 0 || !std::isfinite(number)) {
+    throw invalid_argument(
+        strprintf("%s: idle_trim='%s' is not a duration (expected 0, off, or a number with a "
+                  "unit s, ms, us or min, for example 500ms or 2s)",
+                  context.c_str(), text.c_str()));
+  }
+  const double seconds = number * factor;
+  if (!(seconds >= kMinIdleTrimSeconds && seconds <= kMaxIdleTrimSeconds)) {
+    throw invalid_argument(strprintf("%s: idle_trim='%s' is out of range (1ms to 24 hours, or 0)",
+                                     context.c_str(), text.c_str()));
+  }
+  return static_cast<std::uint64_t>(seconds * 1e9);
+}
+
 std::size_t parse_count(const std::string& text, const std::string& context, const char* key) {
   const char* begin = text.c_str();
   char* end = nullptr;
@@ -117,6 +144,7 @@ tiered_options tiered_options::parse(const char* config_text, bool sim_device) {
     }
     o.staging_chunk = *c;
   }
+  if (auto d = cfg.take_string("idle_trim")) o.idle_trim_ns = parse_idle_ns(*d, context);
   if (o.staging_buffers * o.staging_chunk > kMaxStagingBytes) {
     throw invalid_argument(strprintf(
         "%s: staging_buffers=%zu of staging_chunk=%zu bytes is more than %zu bytes of pinned "
@@ -124,7 +152,8 @@ tiered_options tiered_options::parse(const char* config_text, bool sim_device) {
         context.c_str(), o.staging_buffers, o.staging_chunk, kMaxStagingBytes));
   }
   cfg.reject_unknown({"policy", "prefetch", "host_budget", "link_bandwidth", "pageable_to_device",
-                      "pageable_to_host", "sim_host", "staging_buffers", "staging_chunk"});
+                      "pageable_to_host", "sim_host", "staging_buffers", "staging_chunk",
+                      "idle_trim"});
   if (!sim_device) {
     const char* key = o.bandwidth_given            ? "link_bandwidth"
                       : o.pageable_to_device_given ? "pageable_to_device"

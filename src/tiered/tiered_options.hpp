@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 #include "tiered/policy.hpp"
 
@@ -14,6 +15,10 @@ inline constexpr std::size_t kMaxStagingBuffers = 64;
 inline constexpr std::size_t kMinStagingChunk = std::size_t(64) << 10;
 inline constexpr std::size_t kMaxStagingChunk = std::size_t(256) << 20;
 inline constexpr std::size_t kMaxStagingBytes = std::size_t(256) << 20;
+// Bounds of idle_trim: from a millisecond (shorter would trim between the
+// kernels of a program that submits as it goes) to a day.
+inline constexpr double kMinIdleTrimSeconds = 1e-3;
+inline constexpr double kMaxIdleTrimSeconds = 86400;
 
 struct tiered_options {
   evict_policy policy = evict_policy::belady;
@@ -34,6 +39,9 @@ struct tiered_options {
   // the bytes of each.
   std::size_t staging_buffers = 4;
   std::size_t staging_chunk = std::size_t(1) << 20;
+  // Give the device range back after this long with an empty queue (as
+  // dao_tiered_trim() does), in nanoseconds; 0 = never (the default).
+  std::uint64_t idle_trim_ns = 0;
 
   // Parses `config_text` (NULL: the defaults) for a pool whose device is a
   // SIM device or not (link_bandwidth, pageable_* and sim_host apply to SIM

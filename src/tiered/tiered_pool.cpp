@@ -68,7 +68,8 @@ tiered_pool::tiered_pool(dao_place device, dao_place host, std::size_t device_bu
       copies_(memory_.device_resource(), memory_.device_place(), link_for(options_, device, host),
               memory_),
       placement_(reserved_budget(device_budget), scorer_, memory_, copies_, stats_),
-      executor_(mu_, placement_, copies_, memory_, records_, stats_, options_.prefetch) {}
+      executor_(mu_, placement_, copies_, memory_, records_, stats_, options_.prefetch,
+                options_.idle_trim_ns) {}
 
 tiered_pool::~tiered_pool() {
   executor_.stop();

@@ -617,6 +617,8 @@ class Tiered(unittest.TestCase):
             self.assertGreater(link["staging_bytes"], 0)
             pool.trim()
             self.assertEqual(pool.stats()["device_bytes"], 0)
+            self.assertEqual(pool.stats()["device_range_bytes"], 0)
+            self.assertEqual((pool.stats()["trims"], pool.stats()["idle_trims"]), (1, 0))
             self.assertEqual(ts[3].read()[:4], bytes([3]) * 4)
             # Retired: no data until written again (dao_tensor_retire).
             ts[3].retire()

@@ -2561,13 +2561,20 @@ ROW(tiered_get_stats_fake, "dao_tiered_get_stats", "garbage pool handle", DAO_ER
 ROW(tiered_get_stats_null_out, "dao_tiered_get_stats", "NULL out-param stats",
     DAO_ERR_INVALID_ARGUMENT, "stats", { BAD(dao_tiered_get_stats(f->tp, NULL)); })
 
-ROW(tiered_get_stats_struct_size, "dao_tiered_get_stats", "wrong struct_size (0, sizeof - 8)",
-    DAO_ERR_INVALID_ARGUMENT, "struct_size", {
+ROW(tiered_get_stats_struct_size, "dao_tiered_get_stats",
+    "wrong struct_size (0, 8, below the oldest struct by 8 and by 1)", DAO_ERR_INVALID_ARGUMENT,
+    "struct_size", {
+  /* The oldest header's struct ended at tensors_live: smaller is no version's. */
+  const size_t oldest = offsetof(dao_tiered_stats, device_range_bytes);
   dao_tiered_stats s;
   memset(&s, 0x5A, sizeof s);
   s.struct_size = 0;
   BAD(dao_tiered_get_stats(f->tp, &s));
-  s.struct_size = sizeof s - 8;
+  s.struct_size = 8;
+  BAD(dao_tiered_get_stats(f->tp, &s));
+  s.struct_size = oldest - 8;
+  BAD(dao_tiered_get_stats(f->tp, &s));
+  s.struct_size = oldest - 1;
   BAD(dao_tiered_get_stats(f->tp, &s));
   if (s.kernels_submitted != 0x5A5A5A5A5A5A5A5Aull) note("stats was written on failure");
 })

@@ -133,6 +133,11 @@ static const key_row key_rows[] = {
     {"tiered", "sim_host", K_WORD, {"pinned", "pageable", "Pinned", "pinnedx"}},
     {"tiered", "staging_buffers", K_COUNT, {"64", "65", "0", "1"}},
     {"tiered", "staging_chunk", K_SIZE, {"64KiB", "65535", "256MiB", "268435457"}},
+    {"tiered",
+     "idle_trim",
+     K_WORD,
+     {"1ms", "999us", "0.001s", "86400s", "86401s", "1440min", "1440.0001min", "off", "nans",
+      "infs", "-0s", "1e-300s"}},
     {"recycle", "name", K_TEXT, {"x"}},
     {"recycle", "spin", K_COUNT, {"1073741824", "1073741825"}},
 };

@@ -223,6 +223,9 @@ module dao_c
     integer(c_int64_t) :: host_bytes = 0
     integer(c_int64_t) :: peak_host_bytes = 0
     integer(c_int64_t) :: tensors_live = 0
+    integer(c_int64_t) :: device_range_bytes = 0
+    integer(c_int64_t) :: trims = 0
+    integer(c_int64_t) :: idle_trims = 0
   end type dao_tiered_stats
 
   !> The link between the tiers of a tiered pool: what was copied each way, how long the copies

@@ -104,7 +104,8 @@ program test_layout
       off(c_loc(s%prefetches_in_time), c_loc(s)), off(c_loc(s%stall_ns), c_loc(s)), &
       off(c_loc(s%device_bytes), c_loc(s)), off(c_loc(s%peak_device_bytes), c_loc(s)), &
       off(c_loc(s%host_bytes), c_loc(s)), off(c_loc(s%peak_host_bytes), c_loc(s)), &
-      off(c_loc(s%tensors_live), c_loc(s))])
+      off(c_loc(s%tensors_live), c_loc(s)), off(c_loc(s%device_range_bytes), c_loc(s)), &
+      off(c_loc(s%trims), c_loc(s)), off(c_loc(s%idle_trims), c_loc(s))])
   end associate
   associate (s => whole_desc)
     call check_struct(8, 'dao_whole_desc', c_sizeof(s), [ &

@@ -307,6 +307,9 @@ class dao_tiered_stats(Structure):
         ("host_bytes", c_uint64),
         ("peak_host_bytes", c_uint64),
         ("tensors_live", c_uint64),
+        ("device_range_bytes", c_uint64),
+        ("trims", c_uint64),
+        ("idle_trims", c_uint64),
     ]
 
 

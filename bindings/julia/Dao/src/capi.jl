@@ -278,6 +278,9 @@ struct TieredStats
     host_bytes::UInt64
     peak_host_bytes::UInt64
     tensors_live::UInt64
+    device_range_bytes::UInt64
+    trims::UInt64
+    idle_trims::UInt64
 end
 
 """

@@ -519,6 +519,13 @@ pub struct dao_tiered_stats {
     pub peak_host_bytes: u64,
     /// Tensors not yet freed.
     pub tensors_live: u64,
+    /// Device memory the pool holds now: its budget's range, or 0 once given back
+    /// (dao_tiered_trim(), `idle_trim`) until the next kernel takes it again.
+    pub device_range_bytes: u64,
+    /// Times the range was given back, by dao_tiered_trim() or `idle_trim`.
+    pub trims: u64,
+    /// ...
+    pub idle_trims: u64,
 }
 
 /// `dao_tiered_link_stats`: The link between the tiers of a tiered pool: what was copied each way,

@@ -903,6 +903,9 @@ fn rust_layouts() -> Vec<Layout> {
             host_bytes,
             peak_host_bytes,
             tensors_live,
+            device_range_bytes,
+            trims,
+            idle_trims,
         },
         dao_tiered_link_stats {
             struct_size,

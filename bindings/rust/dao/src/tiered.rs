@@ -394,6 +394,9 @@ impl TieredPool {
             host_bytes: r.host_bytes,
             peak_host_bytes: r.peak_host_bytes,
             tensors_live: r.tensors_live,
+            device_range_bytes: r.device_range_bytes,
+            trims: r.trims,
+            idle_trims: r.idle_trims,
         })
     }
 
@@ -480,6 +483,13 @@ pub struct TieredStats {
     pub peak_host_bytes: u64,
     /// Tensors not yet freed.
     pub tensors_live: u64,
+    /// Device memory the pool holds now: its budget's range, or 0 once given
+    /// back ([`TieredPool::trim`], config `idle_trim`) until the next kernel.
+    pub device_range_bytes: u64,
+    /// Times the range was given back, by [`TieredPool::trim`] or `idle_trim`.
+    pub trims: u64,
+    /// ... of which by `idle_trim`.
+    pub idle_trims: u64,
 }
 
 /// The link between a pool's tiers ([`TieredPool::link_stats`]).

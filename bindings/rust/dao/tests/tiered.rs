@@ -91,7 +91,10 @@ fn run_program(config: &str, score: bool) -> dao::TieredStats {
     assert_eq!(link.stall_ns, st.stall_ns);
     assert!(link.host_pageable, "a CPU host tier is pageable");
     pool.trim().unwrap();
-    assert_eq!(pool.stats().unwrap().device_bytes, 0, "trimmed: nothing on the device");
+    let trimmed = pool.stats().unwrap();
+    assert_eq!(trimmed.device_bytes, 0, "trimmed: nothing on the device");
+    assert_eq!(trimmed.device_range_bytes, 0, "trimmed: the range given back");
+    assert_eq!((trimmed.trims, trimmed.idle_trims), (1, 0));
     // Retired: no data until written again (dao_tensor_retire).
     tensors[0].retire().unwrap();
     assert!(tensors[0].read_vec::<u32>().is_err(), "{config}: a retired tensor holds no data");
