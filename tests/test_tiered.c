@@ -288,10 +288,61 @@ static dao_status k_inc_all(void *user_data, void *const *inputs, size_t input_c
   return DAO_OK;
 }
 
+/* --- a gate: kernels that wait until the test opens it -------------------- */
+
+typedef struct gate {
+  pthread_mutex_t mutex;
+  pthread_cond_t cond;
+  int open, entered;
+} gate;
+
+static gate the_gate = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0};
+
+static void gate_reset(void) {
+  pthread_mutex_lock(&the_gate.mutex);
+  the_gate.open = 0;
+  the_gate.entered = 0;
+  pthread_mutex_unlock(&the_gate.mutex);
+}
+
+static void gate_open(void) {
+  pthread_mutex_lock(&the_gate.mutex);
+  the_gate.open = 1;
+  pthread_cond_broadcast(&the_gate.cond);
+  pthread_mutex_unlock(&the_gate.mutex);
+}
+
+static void gate_wait_entered(void) {
+  pthread_mutex_lock(&the_gate.mutex);
+  while (!the_gate.entered) pthread_cond_wait(&the_gate.cond, &the_gate.mutex);
+  pthread_mutex_unlock(&the_gate.mutex);
+}
+
+/* Waits for the gate, then writes 7 to every output. */
+static dao_status k_gated(void *user_data, void *const *inputs, size_t input_count,
+                          void *const *outputs, size_t output_count, dao_stream stream) {
+  size_t i;
+  (void)user_data;
+  (void)inputs;
+  (void)input_count;
+  (void)stream;
+  pthread_mutex_lock(&the_gate.mutex);
+  the_gate.entered = 1;
+  pthread_cond_broadcast(&the_gate.cond);
+  while (!the_gate.open) pthread_cond_wait(&the_gate.cond, &the_gate.mutex);
+  pthread_mutex_unlock(&the_gate.mutex);
+  for (i = 0; i < output_count; ++i) *(uint32_t *)outputs[i] = 7;
+  return DAO_OK;
+}
+
 /* Three tensors of 300 KiB + 4 bytes (not a multiple of any chunk) in a
  * budget of two, each incremented in turn 4 times: every kernel evicts one
- * (dirty) and fetches one. Returns the link statistics; checks the data and
- * what every configuration must give. */
+ * (dirty) and fetches one. Everything is queued behind a gated kernel, so
+ * that each write runs knowing its kernels: the first two writes go
+ * straight to the device (a kernel uses them next, and free blocks fit
+ * them), the third stays on the host (no room without evicting). Returns
+ * the link statistics; checks the data and what every configuration must
+ * give. */
 static dao_tiered_link_stats run_link(const char *config) {
   enum { N = 3, ROUNDS = 4 };
   const size_t bytes = 300 * KIB + 4, words = bytes / 4;
@@ -304,6 +355,8 @@ static dao_tiered_link_stats run_link(const char *config) {
   size_t w;
   assert_non_null(buf);
   assert_ok(dao_tiered_create(dao_place_sim(0), dao_place_cpu(), 2 * bytes + 1024, config, &pool));
+  gate_reset();
+  assert_ok(dao_kernel_submit(pool, k_gated, NULL, NULL, 0, NULL, 0));
   for (i = 0; i < N; ++i) {
     assert_ok(dao_tensor_create(pool, bytes, &t[i]));
     for (w = 0; w < words; ++w) buf[w] = (uint32_t)(i * 1000000 + w);
@@ -312,6 +365,7 @@ static dao_tiered_link_stats run_link(const char *config) {
   for (r = 0; r < ROUNDS; ++r)
     for (i = 0; i < N; ++i)
       assert_ok(dao_kernel_submit(pool, k_inc_all, (void *)(uintptr_t)words, NULL, 0, &t[i], 1));
+  gate_open();
   assert_ok(dao_tiered_synchronize(pool));
   for (i = 0; i < N; ++i) {
     assert_ok(dao_tensor_read(t[i], buf, bytes));
@@ -325,9 +379,10 @@ static dao_tiered_link_stats run_link(const char *config) {
   st = get_stats(pool);
   ls = get_link_stats(pool);
   assert_true(st.evictions > 0 && st.fetches > 0);
-  assert_int_equal(ls.bytes_to_device, st.bytes_fetched);
+  /* To the device: the fetches and the two writes that went there. */
+  assert_int_equal(ls.bytes_to_device, st.bytes_fetched + 2 * bytes);
   assert_int_equal(ls.bytes_to_host, st.bytes_evicted);
-  assert_int_equal(ls.copies_to_device, st.fetches);
+  assert_int_equal(ls.copies_to_device, st.fetches + 2);
   assert_int_equal(ls.copies_to_host, st.evictions);
   assert_int_equal(ls.stall_ns, st.stall_ns);
   assert_true(ls.copy_ns_to_device > 0 && ls.copy_ns_to_host > 0);
@@ -446,53 +501,6 @@ static void test_trim(void **state) {
   /* bad input */
   assert_failure_mentions(dao_tiered_trim(NULL), DAO_ERR_INVALID_ARGUMENT, "pool");
   free(buf);
-}
-
-/* --- a gate: kernels that wait until the test opens it -------------------- */
-
-typedef struct gate {
-  pthread_mutex_t mutex;
-  pthread_cond_t cond;
-  int open, entered;
-} gate;
-
-static gate the_gate = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0};
-
-static void gate_reset(void) {
-  pthread_mutex_lock(&the_gate.mutex);
-  the_gate.open = 0;
-  the_gate.entered = 0;
-  pthread_mutex_unlock(&the_gate.mutex);
-}
-
-static void gate_open(void) {
-  pthread_mutex_lock(&the_gate.mutex);
-  the_gate.open = 1;
-  pthread_cond_broadcast(&the_gate.cond);
-  pthread_mutex_unlock(&the_gate.mutex);
-}
-
-static void gate_wait_entered(void) {
-  pthread_mutex_lock(&the_gate.mutex);
-  while (!the_gate.entered) pthread_cond_wait(&the_gate.cond, &the_gate.mutex);
-  pthread_mutex_unlock(&the_gate.mutex);
-}
-
-/* Waits for the gate, then writes 7 to every output. */
-static dao_status k_gated(void *user_data, void *const *inputs, size_t input_count,
-                          void *const *outputs, size_t output_count, dao_stream stream) {
-  size_t i;
-  (void)user_data;
-  (void)inputs;
-  (void)input_count;
-  (void)stream;
-  pthread_mutex_lock(&the_gate.mutex);
-  the_gate.entered = 1;
-  pthread_cond_broadcast(&the_gate.cond);
-  while (!the_gate.open) pthread_cond_wait(&the_gate.cond, &the_gate.mutex);
-  pthread_mutex_unlock(&the_gate.mutex);
-  for (i = 0; i < output_count; ++i) *(uint32_t *)outputs[i] = 7;
-  return DAO_OK;
 }
 
 /* --- exact evictions ------------------------------------------------------- */

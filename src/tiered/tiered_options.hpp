@@ -34,6 +34,10 @@ struct tiered_options {
   // the bytes of each.
   std::size_t staging_buffers = 4;
   std::size_t staging_chunk = std::size_t(1) << 20;
+  // Staged copies of at most this many bytes are made by the executor
+  // itself when no staged copy is under way (0: never), at most
+  // kMaxStagingChunk.
+  std::size_t inline_copy = std::size_t(64) << 10;
 
   // Parses `config_text` (NULL: the defaults) for a pool whose device is a
   // SIM device or not (link_bandwidth, pageable_* and sim_host apply to SIM

@@ -133,6 +133,7 @@ static const key_row key_rows[] = {
     {"tiered", "sim_host", K_WORD, {"pinned", "pageable", "Pinned", "pinnedx"}},
     {"tiered", "staging_buffers", K_COUNT, {"64", "65", "0", "1"}},
     {"tiered", "staging_chunk", K_SIZE, {"64KiB", "65535", "256MiB", "268435457"}},
+    {"tiered", "inline_copy", K_SIZE, {"0", "1", "256MiB", "268435457"}},
     {"recycle", "name", K_TEXT, {"x"}},
     {"recycle", "spin", K_COUNT, {"1073741824", "1073741825"}},
 };
