@@ -120,7 +120,7 @@ static int stream_run(int cuda, size_t weights, size_t bytes, size_t passes, con
       return 1;
     }
   }
-  /* The writes land in the host tier: measure from the first kernel. */
+  /* Measure from the first kernel (the writes are done). */
   if (dao_tiered_synchronize(pool) != DAO_OK) return 1;
   dao_tiered_link_stats before;
   memset(&before, 0, sizeof before);
@@ -140,9 +140,27 @@ static int stream_run(int cuda, size_t weights, size_t bytes, size_t passes, con
   r->ls.struct_size = sizeof r->ls;
   dao_tiered_get_stats(pool, &r->st);
   dao_tiered_get_link_stats(pool, &r->ls);
-  /* Only what the passes did (the writes copied nothing to the device). */
+  /* Only what the passes did (a write may have gone to the device, when a
+     kernel that uses it was already queued as it ran). */
+  r->ls.bytes_to_device -= before.bytes_to_device;
+  r->ls.bytes_to_host -= before.bytes_to_host;
+  r->ls.copies_to_device -= before.copies_to_device;
+  r->ls.copies_to_host -= before.copies_to_host;
+  r->ls.copy_ns_to_device -= before.copy_ns_to_device;
+  r->ls.copy_ns_to_host -= before.copy_ns_to_host;
+  r->ls.copy_ns -= before.copy_ns;
   r->ls.stall_ns -= before.stall_ns;
+  r->ls.kernel_ns -= before.kernel_ns;
+  r->ls.staged_bytes -= before.staged_bytes;
   r->ls.hidden_ns = r->ls.copy_ns > r->ls.stall_ns ? r->ls.copy_ns - r->ls.stall_ns : 0;
+  r->ls.to_device_bytes_per_s =
+      r->ls.copy_ns_to_device > 0
+          ? (uint64_t)((double)r->ls.bytes_to_device * 1e9 / (double)r->ls.copy_ns_to_device)
+          : 0;
+  r->ls.to_host_bytes_per_s =
+      r->ls.copy_ns_to_host > 0
+          ? (uint64_t)((double)r->ls.bytes_to_host * 1e9 / (double)r->ls.copy_ns_to_host)
+          : 0;
   /* Every weight still holds what was written. */
   r->ok = s == DAO_OK;
   for (i = 0; i < weights && r->ok; ++i) {
