@@ -36,9 +36,9 @@
  *   per direction while the DMAs run; `staging_buffers=0` copies straight
  *   from pageable memory, which blocks the executor in each copy.
  * - `inline_copy` (default 64KiB, 0 to 256MiB): with staging, a copy of at
- *   most this many bytes that finds no staged copy under way is made by the
- *   executor itself, at once, instead of by a staging thread (a hand-off
- *   costs more than a small copy); 0: never.
+ *   most this many bytes is made by the executor itself, at once (after any
+ *   staged copy it could overtake), instead of by a staging thread (a
+ *   hand-off costs more than a small copy); 0: never.
  * - `link_bandwidth` (SIM device only; default: the SIM cost profile's pinned
  *   rate, else 0 = unlimited): DMA copies between the device and pinned
  *   memory take bytes / bandwidth seconds, e.g. `16GB/s` or `25GiB/s`.

@@ -35,8 +35,7 @@ struct tiered_options {
   std::size_t staging_buffers = 4;
   std::size_t staging_chunk = std::size_t(1) << 20;
   // Staged copies of at most this many bytes are made by the executor
-  // itself when no staged copy is under way (0: never), at most
-  // kMaxStagingChunk.
+  // itself, at once (0: never), at most kMaxStagingChunk.
   std::size_t inline_copy = std::size_t(64) << 10;
 
   // Parses `config_text` (NULL: the defaults) for a pool whose device is a

@@ -158,8 +158,6 @@ void transfers::inline_copy(stream_impl& s, void* dst, const void* src, std::siz
   const auto t1 = steady::now();
   clock_.end(dir, t1);
   add_waited(t0, t1);
-  inline_copies_.fetch_add(1, std::memory_order_relaxed);
-  inline_bytes_.fetch_add(bytes, std::memory_order_relaxed);
 }
 
 bool transfers::arrived(const tiered_tensor& t) {

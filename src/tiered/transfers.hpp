@@ -60,7 +60,7 @@ struct link_model {
   std::size_t staging_buffers = 0;          // per direction; 0: no staging
   std::size_t staging_chunk = 0;
   // Staged only: copies of at most this many bytes are made by the caller
-  // itself when no staged copy is under way (0: never).
+  // itself, at once (0: never; see above).
   std::size_t inline_bytes = 0;
   bool staged() const noexcept { return host_pageable && staging_buffers > 0; }
 };
@@ -89,13 +89,6 @@ class transfers {
   // Any thread.
   std::uint64_t staged_bytes() const noexcept {
     return staged_bytes_.load(std::memory_order_relaxed);
-  }
-  // Copies (and bytes) made inline by the executor (see above). Any thread.
-  std::uint64_t inline_copies() const noexcept {
-    return inline_copies_.load(std::memory_order_relaxed);
-  }
-  std::uint64_t inline_bytes() const noexcept {
-    return inline_bytes_.load(std::memory_order_relaxed);
   }
   std::size_t staging_bytes() const noexcept { return staging_bytes_; }
 
@@ -181,8 +174,6 @@ class transfers {
   link_clock clock_;
   std::atomic<std::uint64_t> waited_ns_{0};
   std::atomic<std::uint64_t> staged_bytes_{0};
-  std::atomic<std::uint64_t> inline_copies_{0};
-  std::atomic<std::uint64_t> inline_bytes_{0};
   std::size_t staging_bytes_ = 0;
   std::vector<void*> staging_;  // every buffer, both directions
   std::vector<std::unique_ptr<event_impl>> staging_events_;
