@@ -232,7 +232,10 @@ int main(int argc, char **argv) {
            "lower bound on H->D for any policy (an\ninterval-packing relaxation, see the source); "
            "kernels/s: kernels / wall time from the first\nsubmit to the end of "
            "dao_tiered_synchronize (pre-existing tensors written in trace order);\nresults: "
-           "every tensor still held at the end read back and compared with the unlimited run\n");
+           "every tensor still held at the end read back and compared with the unlimited run;\n"
+           "written to the device: pre-existing data that dao_tensor_write() put straight on the "
+           "device\n(a kernel that used it next was queued and it had room): it crosses the link "
+           "once, as in\nthe reference, which counts no copy for it; not a fetch\n");
   }
   for (size_t i = 0; i < ntraces; ++i) free_trace(&traces[i]);
   free(traces);

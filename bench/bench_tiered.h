@@ -170,10 +170,12 @@ typedef struct run_result {
   int refused;       /* a submit was refused with DAO_ERR_OUT_OF_MEMORY */
   char message[512]; /* ... and why */
   dao_tiered_stats stats;
-  double wall_s;      /* submit .. synchronize */
-  uint64_t kernel_ns; /* inside kernel functions */
-  uint64_t kernels;   /* submitted */
-  uint64_t *hashes;   /* per storage still held at the end (others 0) */
+  uint64_t written_to_device; /* bytes of writes that went straight to the device
+                                 (link stats bytes_to_device - bytes_fetched) */
+  double wall_s;              /* submit .. synchronize */
+  uint64_t kernel_ns;         /* inside kernel functions */
+  uint64_t kernels;           /* submitted */
+  uint64_t *hashes;           /* per storage still held at the end (others 0) */
 } run_result;
 
 /* The deterministic contents of pre-existing storage `sid`. */

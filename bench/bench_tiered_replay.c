@@ -185,6 +185,13 @@ int replay(const trace *t, uint64_t budget, const char *config, double spin_ns_p
   r->kernel_ns = ctx.kernel_ns;
   r->stats.struct_size = sizeof r->stats;
   CHECK(dao_tiered_get_stats(pool, &r->stats));
+  {
+    dao_tiered_link_stats ls;
+    memset(&ls, 0, sizeof ls);
+    ls.struct_size = sizeof ls;
+    CHECK(dao_tiered_get_link_stats(pool, &ls));
+    r->written_to_device = ls.bytes_to_device - r->stats.bytes_fetched;
+  }
   if (r->stats.kernels_run != r->kernels) {
     fprintf(stderr, "bench_tiered: %s: %llu kernels submitted, %llu run\n", t->name,
             (unsigned long long)r->kernels, (unsigned long long)r->stats.kernels_run);

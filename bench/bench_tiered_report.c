@@ -130,9 +130,12 @@ int bench_trace(const trace *t, int quick, int first, trace_summary *sum) {
           snprintf(note, sizeof note, "WRONG: %zu held tensors differ from the unlimited run", bad);
           rc = 1;
         } else {
-          snprintf(note, sizeof note, "ok; %llu evictions, %llu fetches (%llu prefetched)",
+          char wb[32];
+          snprintf(note, sizeof note,
+                   "ok; %llu evictions, %llu fetches (%llu prefetched); %s written to the device",
                    (unsigned long long)run.stats.evictions, (unsigned long long)run.stats.fetches,
-                   (unsigned long long)run.stats.prefetches);
+                   (unsigned long long)run.stats.prefetches,
+                   format_bytes((double)run.written_to_device, wb, sizeof wb));
         }
         print_row("", "", policies[pi], run.stats.bytes_evicted, run.stats.bytes_fetched, ratio,
                   kps, note);

@@ -289,10 +289,61 @@ static dao_status k_inc_all(void *user_data, void *const *inputs, size_t input_c
   return DAO_OK;
 }
 
+/* --- a gate: kernels that wait until the test opens it -------------------- */
+
+typedef struct gate {
+  pthread_mutex_t mutex;
+  pthread_cond_t cond;
+  int open, entered;
+} gate;
+
+static gate the_gate = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0};
+
+static void gate_reset(void) {
+  pthread_mutex_lock(&the_gate.mutex);
+  the_gate.open = 0;
+  the_gate.entered = 0;
+  pthread_mutex_unlock(&the_gate.mutex);
+}
+
+static void gate_open(void) {
+  pthread_mutex_lock(&the_gate.mutex);
+  the_gate.open = 1;
+  pthread_cond_broadcast(&the_gate.cond);
+  pthread_mutex_unlock(&the_gate.mutex);
+}
+
+static void gate_wait_entered(void) {
+  pthread_mutex_lock(&the_gate.mutex);
+  while (!the_gate.entered) pthread_cond_wait(&the_gate.cond, &the_gate.mutex);
+  pthread_mutex_unlock(&the_gate.mutex);
+}
+
+/* Waits for the gate, then writes 7 to every output. */
+static dao_status k_gated(void *user_data, void *const *inputs, size_t input_count,
+                          void *const *outputs, size_t output_count, dao_stream stream) {
+  size_t i;
+  (void)user_data;
+  (void)inputs;
+  (void)input_count;
+  (void)stream;
+  pthread_mutex_lock(&the_gate.mutex);
+  the_gate.entered = 1;
+  pthread_cond_broadcast(&the_gate.cond);
+  while (!the_gate.open) pthread_cond_wait(&the_gate.cond, &the_gate.mutex);
+  pthread_mutex_unlock(&the_gate.mutex);
+  for (i = 0; i < output_count; ++i) *(uint32_t *)outputs[i] = 7;
+  return DAO_OK;
+}
+
 /* Three tensors of 300 KiB + 4 bytes (not a multiple of any chunk) in a
  * budget of two, each incremented in turn 4 times: every kernel evicts one
- * (dirty) and fetches one. Returns the link statistics; checks the data and
- * what every configuration must give. */
+ * (dirty) and fetches one. Everything is queued behind a gated kernel, so
+ * that each write runs knowing its kernels: the first two writes go
+ * straight to the device (a kernel uses them next, and free blocks fit
+ * them), the third stays on the host (no room without evicting). Returns
+ * the link statistics; checks the data and what every configuration must
+ * give. */
 static dao_tiered_link_stats run_link(const char *config) {
   enum { N = 3, ROUNDS = 4 };
   const size_t bytes = 300 * KIB + 4, words = bytes / 4;
@@ -305,6 +356,8 @@ static dao_tiered_link_stats run_link(const char *config) {
   size_t w;
   assert_non_null(buf);
   assert_ok(dao_tiered_create(dao_place_sim(0), dao_place_cpu(), 2 * bytes + 1024, config, &pool));
+  gate_reset();
+  assert_ok(dao_kernel_submit(pool, k_gated, NULL, NULL, 0, NULL, 0));
   for (i = 0; i < N; ++i) {
     assert_ok(dao_tensor_create(pool, bytes, &t[i]));
     for (w = 0; w < words; ++w) buf[w] = (uint32_t)(i * 1000000 + w);
@@ -313,6 +366,7 @@ static dao_tiered_link_stats run_link(const char *config) {
   for (r = 0; r < ROUNDS; ++r)
     for (i = 0; i < N; ++i)
       assert_ok(dao_kernel_submit(pool, k_inc_all, (void *)(uintptr_t)words, NULL, 0, &t[i], 1));
+  gate_open();
   assert_ok(dao_tiered_synchronize(pool));
   for (i = 0; i < N; ++i) {
     assert_ok(dao_tensor_read(t[i], buf, bytes));
@@ -326,9 +380,10 @@ static dao_tiered_link_stats run_link(const char *config) {
   st = get_stats(pool);
   ls = get_link_stats(pool);
   assert_true(st.evictions > 0 && st.fetches > 0);
-  assert_int_equal(ls.bytes_to_device, st.bytes_fetched);
+  /* To the device: the fetches and the two writes that went there. */
+  assert_int_equal(ls.bytes_to_device, st.bytes_fetched + 2 * bytes);
   assert_int_equal(ls.bytes_to_host, st.bytes_evicted);
-  assert_int_equal(ls.copies_to_device, st.fetches);
+  assert_int_equal(ls.copies_to_device, st.fetches + 2);
   assert_int_equal(ls.copies_to_host, st.evictions);
   assert_int_equal(ls.stall_ns, st.stall_ns);
   assert_true(ls.copy_ns_to_device > 0 && ls.copy_ns_to_host > 0);
@@ -550,53 +605,6 @@ static void test_idle_trim(void **state) {
   assert_ok(dao_tiered_destroy(tight));
   assert_ok(dao_allocator_destroy(rest));
   free(buf);
-}
-
-/* --- a gate: kernels that wait until the test opens it -------------------- */
-
-typedef struct gate {
-  pthread_mutex_t mutex;
-  pthread_cond_t cond;
-  int open, entered;
-} gate;
-
-static gate the_gate = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0};
-
-static void gate_reset(void) {
-  pthread_mutex_lock(&the_gate.mutex);
-  the_gate.open = 0;
-  the_gate.entered = 0;
-  pthread_mutex_unlock(&the_gate.mutex);
-}
-
-static void gate_open(void) {
-  pthread_mutex_lock(&the_gate.mutex);
-  the_gate.open = 1;
-  pthread_cond_broadcast(&the_gate.cond);
-  pthread_mutex_unlock(&the_gate.mutex);
-}
-
-static void gate_wait_entered(void) {
-  pthread_mutex_lock(&the_gate.mutex);
-  while (!the_gate.entered) pthread_cond_wait(&the_gate.cond, &the_gate.mutex);
-  pthread_mutex_unlock(&the_gate.mutex);
-}
-
-/* Waits for the gate, then writes 7 to every output. */
-static dao_status k_gated(void *user_data, void *const *inputs, size_t input_count,
-                          void *const *outputs, size_t output_count, dao_stream stream) {
-  size_t i;
-  (void)user_data;
-  (void)inputs;
-  (void)input_count;
-  (void)stream;
-  pthread_mutex_lock(&the_gate.mutex);
-  the_gate.entered = 1;
-  pthread_cond_broadcast(&the_gate.cond);
-  while (!the_gate.open) pthread_cond_wait(&the_gate.cond, &the_gate.mutex);
-  pthread_mutex_unlock(&the_gate.mutex);
-  for (i = 0; i < output_count; ++i) *(uint32_t *)outputs[i] = 7;
-  return DAO_OK;
 }
 
 /* --- exact evictions ------------------------------------------------------- */
@@ -1384,6 +1392,236 @@ static void test_retire(void **state) {
   assert_int_equal(retired.bytes_evicted, 0);
 }
 
+/* --- small copies made inline by the executor (issue 21, item 6) ------------ */
+
+/* out = a + 3 * b + k, word by word over out (a and b repeated to its size). */
+static dao_status k_mix_k(void *user_data, void *const *inputs, size_t input_count,
+                          void *const *outputs, size_t output_count, dao_stream stream) {
+  const size_t *w = user_data; /* {words of a, of b, of out, k} */
+  const uint32_t *a, *b;
+  uint32_t *out, *tmp;
+  size_t i;
+  (void)stream;
+  if (input_count != 2 || output_count != 1) return DAO_ERR_INTERNAL;
+  a = inputs[0];
+  b = inputs[1];
+  out = outputs[0];
+  tmp = malloc(w[2] * 4); /* out may be an input */
+  if (tmp == NULL) return DAO_ERR_OUT_OF_MEMORY;
+  for (i = 0; i < w[2]; ++i) tmp[i] = a[i % w[0]] + 3u * b[i % w[1]] + (uint32_t)w[3];
+  memcpy(out, tmp, w[2] * 4);
+  free(tmp);
+  return DAO_OK;
+}
+
+/* N tensors (every third of `big` bytes, the others of 4 KiB) in a budget
+ * of a third of them, written, then 60 kernels out = a + 3b + k drawn at
+ * random: every kernel evicts and fetches. Checks every tensor against a
+ * host model; returns the link statistics. */
+static dao_tiered_link_stats run_small_copies(const char *config, size_t big) {
+  enum { N = 24, K = 60 };
+  size_t bytes[N], words[N], total = 0, i, j, k;
+  uint32_t *model[N], *tmp;
+  size_t args[K][4];
+  uint64_t rng = 7;
+  dao_tiered *pool = NULL;
+  dao_tensor *t[N];
+  dao_tiered_link_stats ls;
+  for (i = 0; i < N; ++i) {
+    bytes[i] = i % 3 == 0 ? big : 4 * KIB;
+    words[i] = bytes[i] / 4;
+    total += bytes[i];
+    model[i] = malloc(bytes[i]);
+    assert_non_null(model[i]);
+    for (j = 0; j < words[i]; ++j) model[i][j] = (uint32_t)(i * 7919 + j);
+  }
+  assert_ok(dao_tiered_create(dao_place_sim(0), dao_place_cpu(), total / 3, config, &pool));
+  for (i = 0; i < N; ++i) {
+    assert_ok(dao_tensor_create(pool, bytes[i], &t[i]));
+    assert_ok(dao_tensor_write(t[i], model[i], bytes[i]));
+  }
+  for (k = 0; k < K; ++k) {
+    size_t a, b, o;
+    dao_tensor *in[2];
+    rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+    a = (size_t)(rng >> 33) % N;
+    b = (size_t)(rng >> 43) % N;
+    o = (size_t)(rng >> 53) % N;
+    args[k][0] = words[a];
+    args[k][1] = words[b];
+    args[k][2] = words[o];
+    args[k][3] = k;
+    in[0] = t[a];
+    in[1] = t[b];
+    assert_ok(dao_kernel_submit(pool, k_mix_k, args[k], in, 2, &t[o], 1));
+    tmp = malloc(bytes[o]);
+    assert_non_null(tmp);
+    for (j = 0; j < words[o]; ++j)
+      tmp[j] = model[a][j % words[a]] + 3u * model[b][j % words[b]] + (uint32_t)k;
+    memcpy(model[o], tmp, bytes[o]);
+    free(tmp);
+  }
+  assert_ok(dao_tiered_synchronize(pool));
+  for (i = 0; i < N; ++i) {
+    tmp = malloc(bytes[i]);
+    assert_non_null(tmp);
+    assert_ok(dao_tensor_read(t[i], tmp, bytes[i]));
+    assert_memory_equal(tmp, model[i], bytes[i]);
+    free(tmp);
+    assert_ok(dao_tensor_release(t[i]));
+    free(model[i]);
+  }
+  ls = get_link_stats(pool);
+  assert_true(get_stats(pool).evictions > 0 && get_stats(pool).fetches > 0);
+  assert_ok(dao_tiered_destroy(pool));
+  return ls;
+}
+
+static void test_small_copies_inline(void **state) {
+  dao_tiered_link_stats ls;
+  (void)state;
+  /* Every tensor of 4 KiB, at most inline_copy (64 KiB by default): no
+     copy goes through the staging buffers, and the data is right. */
+  ls = run_small_copies("", 4 * KIB);
+  assert_int_equal(ls.staged, 1);
+  assert_true(ls.bytes_to_device > 0 && ls.bytes_to_host > 0);
+  assert_int_equal(ls.staged_bytes, 0);
+  /* inline_copy=0: every copy is staged, as before. */
+  ls = run_small_copies("inline_copy=0", 4 * KIB);
+  assert_int_equal(ls.staged_bytes, ls.bytes_to_device + ls.bytes_to_host);
+  /* Mixed: tensors of 96 KiB go through the lanes, those of 4 KiB not, and
+     a small copy that could overtake a staged one waits for it. */
+  ls = run_small_copies("staging_buffers=2,staging_chunk=64KiB", 96 * KIB);
+  assert_true(ls.staged_bytes > 0);
+  assert_true(ls.staged_bytes < ls.bytes_to_device + ls.bytes_to_host);
+  assert_int_equal(ls.staged_bytes % (96 * KIB), 0);
+  /* The same with modelled pageable rates of 1 GB/s: inline copies take
+     bytes / rate and block the executor for it (a stall). */
+  ls = run_small_copies("pageable_to_device=1GB/s,pageable_to_host=1GB/s", 4 * KIB);
+  assert_int_equal(ls.staged_bytes, 0);
+  assert_true(ls.copy_ns_to_device >= ls.bytes_to_device);
+  assert_true(ls.stall_ns >= ls.bytes_to_device + ls.bytes_to_host);
+  /* A modelled rate that makes a 4 KiB copy long (16 MB/s: 256 us)
+     sends it to the lanes: the executor never holds the pool for long. */
+  ls = run_small_copies("pageable_to_device=16MB/s,pageable_to_host=16MB/s", 4 * KIB);
+  assert_int_equal(ls.staged_bytes, ls.bytes_to_device + ls.bytes_to_host);
+}
+
+/* --- dao_tensor_write straight to the device (issue 21, item 7) ------------ */
+
+static void write_to_device_case(const char *config) {
+  const size_t S = 64 * KIB;
+  dao_tiered *pool;
+  dao_tensor *a, *b, *p, *q, *r;
+  dao_tiered_stats st;
+  dao_tiered_link_stats ls;
+  uint32_t *buf = calloc(1, S);
+  assert_non_null(buf);
+  /* Room: a write whose next use is a queued kernel goes to the device,
+     and the kernel fetches nothing; one whose next use is not a kernel
+     stays on the host. Everything is queued behind a gated kernel so that
+     each write runs knowing what follows it. */
+  assert_ok(dao_tiered_create(dao_place_sim(0), dao_place_cpu(), 4 * S, config, &pool));
+  assert_ok(dao_tensor_create(pool, S, &a));
+  assert_ok(dao_tensor_create(pool, S, &b));
+  gate_reset();
+  assert_ok(dao_kernel_submit(pool, k_gated, NULL, NULL, 0, NULL, 0));
+  buf[0] = 100;
+  assert_ok(dao_tensor_write(a, buf, S));
+  assert_ok(dao_kernel_submit(pool, k_inc, NULL, &a, 1, &a, 1));
+  buf[0] = 200;
+  assert_ok(dao_tensor_write(b, buf, S));
+  gate_open();
+  assert_ok(dao_tiered_synchronize(pool));
+  st = get_stats(pool);
+  ls = get_link_stats(pool);
+  assert_int_equal(st.fetches, 0);
+  assert_int_equal(st.bytes_fetched, 0);
+  assert_int_equal(ls.copies_to_device, 1); /* a's write, not a fetch */
+  assert_int_equal(ls.bytes_to_device, S);
+  assert_int_equal(st.evictions, 0);
+  assert_int_equal(state_of(a), DAO_TENSOR_ON_DEVICE);
+  assert_int_equal(state_of(b), DAO_TENSOR_ON_HOST); /* nothing used it next */
+  assert_int_equal(read_word(a, S), 101);
+  assert_int_equal(read_word(b, S), 200);
+  /* A device home: a resident tensor written again keeps its block and
+     gets the data there; still no fetch. */
+  gate_reset();
+  assert_ok(dao_kernel_submit(pool, k_gated, NULL, NULL, 0, NULL, 0));
+  buf[0] = 300;
+  assert_ok(dao_tensor_write(a, buf, S));
+  assert_ok(dao_kernel_submit(pool, k_inc, NULL, &a, 1, &a, 1));
+  gate_open();
+  assert_ok(dao_tiered_synchronize(pool));
+  st = get_stats(pool);
+  ls = get_link_stats(pool);
+  assert_int_equal(st.fetches, 0);
+  assert_int_equal(ls.copies_to_device, 2);
+  assert_int_equal(ls.bytes_to_device, 2 * S);
+  assert_int_equal(read_word(a, S), 301);
+  assert_ok(dao_tensor_release(a));
+  assert_ok(dao_tensor_release(b));
+  assert_ok(dao_tiered_destroy(pool));
+
+  /* No room: the budget holds p and q, which a kernel before the write
+     made; r's write stays on the host (nothing is evicted for a write) and
+     its kernel fetches it. */
+  assert_ok(dao_tiered_create(dao_place_sim(0), dao_place_cpu(), 2 * S, config, &pool));
+  assert_ok(dao_tensor_create(pool, S, &p));
+  assert_ok(dao_tensor_create(pool, S, &q));
+  assert_ok(dao_tensor_create(pool, S, &r));
+  gate_reset();
+  assert_ok(dao_kernel_submit(pool, k_gated, NULL, NULL, 0, NULL, 0));
+  assert_ok(dao_kernel_submit(pool, k_init, (void *)(uintptr_t)1, NULL, 0, &p, 1));
+  assert_ok(dao_kernel_submit(pool, k_init, (void *)(uintptr_t)2, NULL, 0, &q, 1));
+  buf[0] = 400;
+  assert_ok(dao_tensor_write(r, buf, S));
+  assert_ok(dao_kernel_submit(pool, k_inc, NULL, &r, 1, &r, 1));
+  assert_ok(dao_kernel_submit(pool, k_inc, NULL, &p, 1, &p, 1));
+  gate_open();
+  assert_ok(dao_tiered_synchronize(pool));
+  st = get_stats(pool);
+  ls = get_link_stats(pool);
+  assert_true(st.fetches >= 1);
+  assert_int_equal(ls.copies_to_device, st.fetches); /* no write went there */
+  assert_int_equal(ls.bytes_to_device, st.bytes_fetched);
+  assert_int_equal(read_word(r, S), 401);
+  assert_int_equal(read_word(p, S), 2);
+  assert_int_equal(read_word(q, S), 2);
+  assert_ok(dao_tensor_release(p));
+  assert_ok(dao_tensor_release(q));
+  assert_ok(dao_tensor_release(r));
+  assert_ok(dao_tiered_destroy(pool));
+  free(buf);
+}
+
+static void test_write_to_device(void **state) {
+  dao_tiered *pool;
+  dao_tensor *a;
+  uint32_t buf[1024] = {0};
+  (void)state;
+  write_to_device_case("");                  /* staged, copies inline */
+  write_to_device_case("inline_copy=0");     /* staged, through the lanes */
+  write_to_device_case("staging_buffers=0"); /* straight from pageable memory */
+  write_to_device_case("sim_host=pinned");   /* a pinned tier */
+  /* A hostile link of 1 B/s: a write read back (no kernel) never crosses
+     it, so nothing waits for it (the pool's synchronize and destroy
+     return at once). */
+  assert_ok(dao_tiered_create(dao_place_sim(0), dao_place_cpu(), MIB,
+                              "pageable_to_device=1B/s,pageable_to_host=1B/s,link_bandwidth=1B/s",
+                              &pool));
+  assert_ok(dao_tensor_create(pool, sizeof buf, &a));
+  buf[0] = 5;
+  assert_ok(dao_tensor_write(a, buf, sizeof buf));
+  buf[0] = 0;
+  assert_ok(dao_tensor_read(a, buf, sizeof buf));
+  assert_int_equal(buf[0], 5);
+  assert_ok(dao_tensor_release(a));
+  assert_ok(dao_tiered_synchronize(pool));
+  assert_int_equal(get_link_stats(pool).copies_to_device, 0);
+  assert_ok(dao_tiered_destroy(pool));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_retire),
@@ -1402,6 +1640,8 @@ int main(void) {
       cmocka_unit_test(test_host_tier_full),
       cmocka_unit_test(test_random_program),
       cmocka_unit_test(test_link),
+      cmocka_unit_test(test_small_copies_inline),
+      cmocka_unit_test(test_write_to_device),
       cmocka_unit_test(test_trim),
       cmocka_unit_test(test_idle_trim),
   };

@@ -35,6 +35,10 @@
  *   direction, allocated with the pool, filled and drained by a worker thread
  *   per direction while the DMAs run; `staging_buffers=0` copies straight
  *   from pageable memory, which blocks the executor in each copy.
+ * - `inline_copy` (default 64KiB, 0 to 256MiB): with staging, a copy of at
+ *   most this many bytes is made by the executor itself, at once (after any
+ *   staged copy it could overtake), instead of by a staging thread (a
+ *   hand-off costs more than a small copy); 0: never.
  * - `link_bandwidth` (SIM device only; default: the SIM cost profile's pinned
  *   rate, else 0 = unlimited): DMA copies between the device and pinned
  *   memory take bytes / bandwidth seconds, e.g. `16GB/s` or `25GiB/s`.
@@ -169,9 +173,14 @@ typedef struct dao_tiered_stats {
  */
 typedef struct dao_tiered_link_stats {
   size_t struct_size;             /**< In: sizeof(dao_tiered_link_stats). */
-  uint64_t bytes_to_device;       /**< Bytes copied host → device (fetches). */
+  uint64_t bytes_to_device;       /**< Bytes copied host → device: the
+                                       fetches, and the data of
+                                       dao_tensor_write() that went
+                                       straight to the device (the excess
+                                       over ::dao_tiered_stats::bytes_fetched). */
   uint64_t bytes_to_host;         /**< Bytes copied device → host (evictions). */
-  uint64_t copies_to_device;      /**< Tensors copied host → device. */
+  uint64_t copies_to_device;      /**< Tensors copied host → device (fetches
+                                       and writes, as bytes_to_device). */
   uint64_t copies_to_host;        /**< Tensors copied device → host. */
   uint64_t copy_ns_to_device;     /**< Time a copy host → device was under way. */
   uint64_t copy_ns_to_host;       /**< Time a copy device → host was under way. */
@@ -257,6 +266,14 @@ DAO_API dao_status dao_tensor_create(dao_tiered *pool, size_t bytes, dao_tensor 
  *        write happens after every kernel already submitted that uses the
  *        tensor, and before any submitted later. Returns once @p src has been
  *        copied (it may be reused at once).
+ *
+ * The data lands in the host tier; when the write runs, it also goes
+ * straight to the device if that is free: the next queued use of the
+ * tensor is a kernel's and the tensor has device memory or a free block
+ * fits it (nothing is evicted for it). Then the kernel finds it there
+ * instead of fetching it; the copy counts in
+ * ::dao_tiered_link_stats::bytes_to_device, not as a fetch. A write whose
+ * next use is not yet submitted, or is a read, stays on the host.
  * @param[in] tensor A tensor the caller holds.
  * @param[in] src    Host memory of @p bytes.
  * @param[in] bytes  Must equal the tensor's size.

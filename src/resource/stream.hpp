@@ -30,6 +30,15 @@ class stream_impl {
   virtual void synchronize() = 0;
   virtual bool query() = 0;
   virtual void* native() noexcept { return nullptr; }
+  // Copies at once, in stream order: returns once the copy and every work
+  // queued before it have run. The default queues the copy and waits for the
+  // stream; a SIM stream with nothing queued copies on the calling thread
+  // (no hand-off to its worker), as a driver copies a small pageable
+  // transfer itself. Throws like copy() and synchronize().
+  virtual void copy_now(void* dst, const void* src, std::size_t bytes) {
+    copy(dst, src, bytes);
+    synchronize();
+  }
 };
 
 class event_impl {

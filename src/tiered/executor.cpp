@@ -380,9 +380,13 @@ void executor::run_kernel(tiered_op& o, std::unique_lock<std::mutex>& lock) {
 
 void executor::run_write(tiered_op& o, std::unique_lock<std::mutex>& lock) {
   tiered_tensor& t = *o.tensor;
-  placement_.take_host_buffer(t, o.staging, lock);
+  // Straight to the device too when that is free in practice (issue 21,
+  // item 7): else the first use fetches it.
+  const bool to_device = placement_.write_goes_to_device(t, o.t);
+  placement_.take_host_buffer(t, o.staging, lock, to_device);
   o.staging = nullptr;
   t.produced = true;
+  if (to_device) placement_.write_to_device(t);
   advance(t, o.t);
   placement_.note_change(t);
   free_if_dead(t);

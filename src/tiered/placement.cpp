@@ -513,18 +513,58 @@ void placement::prefetch(tiered_tensor& t, std::uint64_t target) {
   }
 }
 
-void placement::take_host_buffer(tiered_tensor& t, void* buffer,
-                                 std::unique_lock<std::mutex>& lock) {
+void placement::take_host_buffer(tiered_tensor& t, void* buffer, std::unique_lock<std::mutex>& lock,
+                                 bool keep_device) {
   if (t.host != nullptr || t.resident) {
     // Copies may still read or write the old buffers.
     unlocked u(lock);
     copies_.wait_copies();
   }
   if (t.host != nullptr) memory_.host_free(t.host, t.bytes);
-  if (t.resident) release_device(t);
+  if (t.resident && !keep_device) release_device(t);
   t.host = buffer;
   t.host_valid = true;
   t.prefetched = false;
+}
+
+bool placement::write_goes_to_device(const tiered_tensor& t, std::uint64_t now) const {
+  // Not after dao_tiered_trim() (the range is given back until a kernel
+  // takes it again), and not for data that a read, or nothing, uses next:
+  // such a copy would cross the link for nothing (with a hostile 1 B/s link
+  // it took for ever, and the pool's synchronize waited for it).
+  if (!memory_.device_held()) return false;
+  const tensor_access* next = access_after(t, now);
+  if (next == nullptr || !next->kernel) return false;
+  return t.resident || arena_.find_free(arena_round(t.bytes)) >= 0;
+}
+
+void placement::write_to_device(tiered_tensor& t) {
+  const bool had_block = t.resident;
+  if (!had_block) {
+    const long index = arena_.find_free(arena_round(t.bytes));
+    if (index < 0) return;  // cannot happen after write_goes_to_device
+    t.offset = arena_.take(static_cast<std::size_t>(index), arena_round(t.bytes), &t);
+  }
+  try {
+    // Ordered as a fetch: after every eviction's device reads (it may land
+    // where they read); the next kernel's fence waits for it.
+    copies_.copy_to_device(t, device_ptr(t));
+  } catch (...) {
+    // Not queued: the data stays on the host alone (its next use fetches it).
+    if (had_block) {
+      release_device(t);
+    } else {
+      arena_.release(t.offset);
+    }
+    return;
+  }
+  if (!had_block) {
+    t.resident = true;
+    index_.add(t);
+    set_device_bytes(static_cast<std::int64_t>(t.bytes));
+  }
+  ++device_writes_;
+  device_write_bytes_ += t.bytes;
 }
 
 void placement::free_memory(tiered_tensor& t) {

@@ -58,8 +58,26 @@ class placement {
   void prefetch(tiered_tensor& t, std::uint64_t target);
 
   // A write: `t` now lives in the host buffer `buffer` (counted) alone; its
-  // old buffers are freed once no copy uses them.
-  void take_host_buffer(tiered_tensor& t, void* buffer, std::unique_lock<std::mutex>& lock);
+  // old buffers are freed once no copy uses them. With `keep_device`, a
+  // resident `t` keeps its device block (write_to_device() fills it).
+  void take_host_buffer(tiered_tensor& t, void* buffer, std::unique_lock<std::mutex>& lock,
+                        bool keep_device = false);
+
+  // Whether the data of a write of `t` at logical time `now` also goes to
+  // the device at once (issue 21, item 7): only when that is free in
+  // practice, so that the copy is one its next use would make anyway: the
+  // next queued access of `t` is a kernel's, and `t` has a device block or
+  // a free block fits it (no eviction).
+  bool write_goes_to_device(const tiered_tensor& t, std::uint64_t now) const;
+  // After take_host_buffer(t, ..., true): copies `t`'s host buffer (which
+  // stays current) to its device block, taking a free one if it has none,
+  // as a fetch would but counted apart (device_writes). If the copy cannot
+  // be queued, `t` is left on the host alone. Throws only when the arena
+  // cannot record a new block (std::bad_alloc: nothing changed).
+  void write_to_device(tiered_tensor& t);
+  // The writes that went to the device and their bytes (with the mutex).
+  std::uint64_t device_writes() const noexcept { return device_writes_; }
+  std::uint64_t device_write_bytes() const noexcept { return device_write_bytes_; }
 
   // Frees `t`'s memory in both tiers (once no copy uses it).
   void free_memory(tiered_tensor& t);
@@ -137,6 +155,8 @@ class placement {
   transfers& copies_;
   dao_tiered_stats& stats_;
   std::string failure_;  // why place_kernel failed, set by fail()
+  std::uint64_t device_writes_ = 0;
+  std::uint64_t device_write_bytes_ = 0;
   resident_index index_;
   std::vector<dao_tensor_access_info> infos_;  // scratch of score_run
   // Scratch of indexed_victims: per size, the entries not yet taken.

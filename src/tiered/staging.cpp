@@ -57,15 +57,13 @@ void clock_end(void* p) noexcept {
 
 // --- the clock ---------------------------------------------------------------
 
-void link_clock::begin(int dir) noexcept {
-  const auto now = steady::now();
+void link_clock::begin(int dir, steady::time_point now) noexcept {
   std::lock_guard<std::mutex> lock(mu_);
   if (active_[0] + active_[1] == 0) any_since_ = now;
   if (active_[dir]++ == 0) since_[dir] = now;
 }
 
-void link_clock::end(int dir) noexcept {
-  const auto now = steady::now();
+void link_clock::end(int dir, steady::time_point now) noexcept {
   std::lock_guard<std::mutex> lock(mu_);
   if (active_[dir] == 0) return;  // unpaired (a copy that failed to queue)
   if (--active_[dir] == 0) busy_[dir] += ns_between(since_[dir], now);
@@ -83,14 +81,21 @@ link_clock::reading link_clock::read() const noexcept {
   return r;
 }
 
-void throttle_until(steady::time_point start, std::size_t bytes, double bytes_per_s) {
+void throttle_until(steady::time_point start, std::size_t bytes, double bytes_per_s, bool spin) {
   if (bytes_per_s <= 0) return;
   // At most a year per copy: a longer wait would overflow the clock.
   constexpr double kMaxSeconds = 365.0 * 24 * 3600;
+  constexpr double kMaxSpinSeconds = 200e-6;
   double seconds = static_cast<double>(bytes) / bytes_per_s;
   if (seconds > kMaxSeconds) seconds = kMaxSeconds;
-  std::this_thread::sleep_until(
-      start + std::chrono::duration_cast<steady::duration>(std::chrono::duration<double>(seconds)));
+  const auto until =
+      start + std::chrono::duration_cast<steady::duration>(std::chrono::duration<double>(seconds));
+  if (spin && seconds <= kMaxSpinSeconds) {
+    while (steady::now() < until) {
+    }
+    return;
+  }
+  std::this_thread::sleep_until(until);
 }
 
 void enqueue_link_copy(stream_impl& s, void* dst, const void* src, std::size_t bytes,

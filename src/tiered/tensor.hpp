@@ -20,6 +20,7 @@ struct tensor_access {
   std::uint64_t t = 0;
   bool read = false;
   bool write = false;
+  bool kernel = false;  // of a kernel (not of a write, read or release)
 };
 
 // The C API's tiered_tensor handle is the address of the pool's record
@@ -91,13 +92,23 @@ inline void reserve_access(tiered_tensor& t) {
 // Adds an access at logical time `time` (merged with the last entry when it
 // is of the same operation). Never throws after a reserve_access() for this
 // operation: at most one entry is added per operation and tensor.
-inline void append_access(tiered_tensor& t, std::uint64_t time, bool read, bool write) noexcept {
+inline void append_access(tiered_tensor& t, std::uint64_t time, bool read, bool write,
+                          bool kernel = false) noexcept {
   if (!t.accesses.empty() && t.accesses.back().t == time) {
     t.accesses.back().read |= read;
     t.accesses.back().write |= write;
+    t.accesses.back().kernel |= kernel;
     return;
   }
-  t.accesses.push_back(tensor_access{time, read, write});  // capacity reserved
+  t.accesses.push_back(tensor_access{time, read, write, kernel});  // capacity reserved
+}
+
+// The first queued access of `t` after logical time `now`, or NULL.
+inline const tensor_access* access_after(const tiered_tensor& t, std::uint64_t now) noexcept {
+  for (std::size_t i = t.cursor; i < t.accesses.size(); ++i) {
+    if (t.accesses[i].t > now) return &t.accesses[i];
+  }
+  return nullptr;
 }
 
 // Marks the accesses up to `now` executed (last_use follows), dropping the

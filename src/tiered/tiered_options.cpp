@@ -145,6 +145,14 @@ tiered_options tiered_options::parse(const char* config_text, bool sim_device) {
     o.staging_chunk = *c;
   }
   if (auto d = cfg.take_string("idle_trim")) o.idle_trim_ns = parse_idle_ns(*d, context);
+  if (auto c = cfg.take_size("inline_copy")) {
+    if (*c > kMaxStagingChunk) {
+      throw invalid_argument(
+          strprintf("%s: inline_copy=%zu is out of range (0 to %zu bytes, for example 64KiB)",
+                    context.c_str(), *c, kMaxStagingChunk));
+    }
+    o.inline_copy = *c;
+  }
   if (o.staging_buffers * o.staging_chunk > kMaxStagingBytes) {
     throw invalid_argument(strprintf(
         "%s: staging_buffers=%zu of staging_chunk=%zu bytes is more than %zu bytes of pinned "
@@ -153,7 +161,7 @@ tiered_options tiered_options::parse(const char* config_text, bool sim_device) {
   }
   cfg.reject_unknown({"policy", "prefetch", "host_budget", "link_bandwidth", "pageable_to_device",
                       "pageable_to_host", "sim_host", "staging_buffers", "staging_chunk",
-                      "idle_trim"});
+                      "idle_trim", "inline_copy"});
   if (!sim_device) {
     const char* key = o.bandwidth_given            ? "link_bandwidth"
                       : o.pageable_to_device_given ? "pageable_to_device"

@@ -42,6 +42,9 @@ struct tiered_options {
   // Give the device range back after this long with an empty queue (as
   // dao_tiered_trim() does), in nanoseconds; 0 = never (the default).
   std::uint64_t idle_trim_ns = 0;
+  // Staged copies of at most this many bytes are made by the executor
+  // itself, at once (0: never), at most kMaxStagingChunk.
+  std::size_t inline_copy = std::size_t(64) << 10;
 
   // Parses `config_text` (NULL: the defaults) for a pool whose device is a
   // SIM device or not (link_bandwidth, pageable_* and sim_host apply to SIM

@@ -45,6 +45,7 @@ link_model link_for(const tiered_options& o, dao_place device, dao_place host) {
   m.host_pageable = sim ? !o.sim_host_pinned : raw_kind(host.kind) == DAO_PLACE_CPU;
   m.staging_buffers = o.staging_buffers;
   m.staging_chunk = o.staging_chunk;
+  m.inline_bytes = o.inline_copy;
   if (sim) {
     const sim_profile& profile = sim_current_profile();
     m.pinned_bytes_per_s = o.bandwidth_given ? o.bandwidth : profile.pinned_gbs * 1e9;
@@ -343,9 +344,9 @@ void tiered_pool::submit(dao_kernel_fn fn, void* user_data, tiered_tensor* const
   executor_.enqueue(o.get());  // may throw: nothing queued then
   o->t = ++clock_;
   o->seq = ++stats_.kernels_submitted;
-  for (tiered_tensor* t : o->inputs) append_access(*t, o->t, true, false);
+  for (tiered_tensor* t : o->inputs) append_access(*t, o->t, true, false, true);
   for (tiered_tensor* t : o->outputs) {
-    append_access(*t, o->t, false, true);
+    append_access(*t, o->t, false, true, true);
     t->written = true;
     t->retired = false;
   }
@@ -395,9 +396,12 @@ void tiered_pool::read_link_stats(dao_tiered_link_stats& out) {
   refuse_in_scoring("dao_tiered_get_link_stats");
   std::lock_guard<std::mutex> lock(mu_);
   const link_clock::reading times = copies_.copy_times();
-  out.bytes_to_device = stats_.bytes_fetched;
+  // Host to device: the fetches, and the writes that went to the device
+  // (placement::write_to_device; not fetches: dao_tiered_stats has none of
+  // them), so that the bytes match the copy time.
+  out.bytes_to_device = stats_.bytes_fetched + placement_.device_write_bytes();
   out.bytes_to_host = stats_.bytes_evicted;
-  out.copies_to_device = stats_.fetches;
+  out.copies_to_device = stats_.fetches + placement_.device_writes();
   out.copies_to_host = stats_.evictions;
   out.copy_ns_to_device = times.busy_ns[kToDevice];
   out.copy_ns_to_host = times.busy_ns[kToHost];

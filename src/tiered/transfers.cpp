@@ -89,8 +89,8 @@ void transfers::close() noexcept {
   staging_.clear();
 }
 
-void transfers::add_waited(steady::time_point since) noexcept {
-  const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(steady::now() - since);
+void transfers::add_waited(steady::time_point since, steady::time_point until) noexcept {
+  const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(until - since);
   if (ns.count() > 0) {
     waited_ns_.fetch_add(static_cast<std::uint64_t>(ns.count()), std::memory_order_relaxed);
   }
@@ -121,6 +121,45 @@ void transfers::direct_copy(stream_impl& s, void* dst, const void* src, std::siz
   add_waited(t0);
 }
 
+bool transfers::goes_inline(std::size_t bytes, int dir) const noexcept {
+  if (!link_.staged() || bytes > link_.inline_bytes) return false;
+  // SIM: only a copy that the model makes short (the executor holds the
+  // pool's mutex while it copies); on a slow modelled link it goes to a lane.
+  constexpr double kMaxInlineSeconds = 200e-6;
+  const double pageable = link_.pageable_bytes_per_s[dir];
+  const double rate = pageable > 0 ? pageable : link_.pinned_bytes_per_s;
+  return rate <= 0 || static_cast<double>(bytes) / rate <= kMaxInlineSeconds;
+}
+
+void transfers::inline_copy(stream_impl& s, void* dst, const void* src, std::size_t bytes,
+                            int dir) {
+  const double pageable = link_.pageable_bytes_per_s[dir];
+  const double rate = pageable > 0 ? pageable : link_.pinned_bytes_per_s;
+  const auto t0 = steady::now();
+  clock_.begin(dir, t0);
+  try {
+    // As a lane does (staging.cpp, queue_retrying): only a failure that
+    // repeats fails the copy.
+    constexpr int kTries = 3;
+    for (int i = 1;; ++i) {
+      try {
+        s.copy_now(dst, src, bytes);
+        break;
+      } catch (const std::exception&) {
+        if (i == kTries) throw;
+      }
+    }
+    throttle_until(t0, bytes, rate, true);
+  } catch (...) {
+    clock_.end(dir);
+    add_waited(t0);
+    throw;
+  }
+  const auto t1 = steady::now();
+  clock_.end(dir, t1);
+  add_waited(t0, t1);
+}
+
 bool transfers::arrived(const tiered_tensor& t) {
   if (t.staged_dir >= 0) {
     return (t.staged_dir == kToDevice ? to_device_ : to_host_)->is_done(t.staged_job);
@@ -129,6 +168,20 @@ bool transfers::arrived(const tiered_tensor& t) {
 }
 
 void transfers::copy_to_host(tiered_tensor& t, const void* device_src) {
+  if (goes_inline(t.bytes, kToHost)) {
+    // Its own fetch may still be writing the memory read here (no other
+    // staged job touches that memory or t.host).
+    if (t.staged_dir == kToDevice && !to_device_->is_done(t.staged_job)) {
+      const auto t0 = steady::now();
+      to_device_->wait_done(t.staged_job);
+      add_waited(t0);
+    }
+    inline_copy(d2h(), t.host, device_src, t.bytes, kToHost);
+    t.staged_dir = -1;  // done: t.transit stays NULL when staged
+    t.staged_job = 0;
+    t.transit_to_device = false;
+    return;
+  }
   if (link_.staged()) {
     t.staged_job = to_host_->submit(t.host, device_src, t.bytes, 0, 0);
     t.staged_dir = kToHost;
@@ -145,6 +198,23 @@ void transfers::copy_to_host(tiered_tensor& t, const void* device_src) {
 }
 
 void transfers::copy_to_device(tiered_tensor& t, void* device_dst) {
+  if (goes_inline(t.bytes, kToDevice)) {
+    // After everything the lanes still have under way: an eviction may still
+    // read where this lands, a fetch still write there (the lanes keep their
+    // own order, this copy jumps it), and t's own eviction write t.host.
+    if (!to_host_->idle() || !to_device_->idle()) {
+      const auto t0 = steady::now();
+      to_host_->wait_dma(to_host_->submitted());
+      if (t.staged_dir == kToHost) to_host_->wait_done(t.staged_job);
+      to_device_->wait_done(to_device_->submitted());
+      add_waited(t0);
+    }
+    inline_copy(h2d(), device_dst, t.host, t.bytes, kToDevice);
+    t.staged_dir = -1;
+    t.staged_job = 0;
+    t.transit_to_device = false;
+    return;
+  }
   if (link_.staged()) {
     // After the device reads of every eviction so far (it may land where
     // they read), and after the eviction that wrote its host buffer.

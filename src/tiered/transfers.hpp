@@ -10,6 +10,17 @@
 // stream directly; from pageable memory it blocks the caller (as the CUDA
 // driver does, and as the SIM link model does when it has pageable rates).
 //
+// A small copy (at most link_model::inline_bytes, and short on a modelled
+// link) is made by the executor itself, at once (issue 21, item 6): handing
+// a 4 KiB copy to a lane's worker and waiting for it cost two or three
+// thread wake-ups (futex calls) each, 20-30 us per kernel on a graph that
+// evicts and fetches at every kernel, for a copy of well under 1 us. A
+// driver does the same with a small pageable transfer (it copies it through
+// its own staging before returning). When the lanes are idle (always, when
+// every copy is small) it needs no ordering; otherwise it first waits for
+// the staged jobs it could overtake (a fetch for everything under way in
+// both lanes, an eviction for its own tensor's fetch).
+//
 // Every wait of the caller for a copy (fences, drains, blocking copies) is
 // timed: waited_ns(), the pool's stall_ns.
 //
@@ -48,6 +59,9 @@ struct link_model {
   bool host_pageable = true;                // the host tier is pageable memory
   std::size_t staging_buffers = 0;          // per direction; 0: no staging
   std::size_t staging_chunk = 0;
+  // Staged only: copies of at most this many bytes are made by the caller
+  // itself, at once (0: never; see above).
+  std::size_t inline_bytes = 0;
   bool staged() const noexcept { return host_pageable && staging_buffers > 0; }
 };
 
@@ -141,7 +155,18 @@ class transfers {
   void direct_copy(stream_impl& s, void* dst, const void* src, std::size_t bytes, int dir);
   // Waits for both lanes to finish every job (staged only).
   void drain_lanes();
-  void add_waited(std::chrono::steady_clock::time_point since) noexcept;
+  // Whether a staged copy of `bytes` in direction `dir` is made inline (small, and short on a
+  // modelled link). A decision of the sizes and the config alone, never of
+  // timing: a run makes the same copies each time.
+  bool goes_inline(std::size_t bytes, int dir) const noexcept;
+  // Copies at once on the caller's thread, in direction `dir`, timed as a
+  // copy and as the caller's stall (SIM: taking bytes / the pageable rate).
+  void inline_copy(stream_impl& s, void* dst, const void* src, std::size_t bytes, int dir);
+  void add_waited(std::chrono::steady_clock::time_point since) noexcept {
+    add_waited(since, std::chrono::steady_clock::now());
+  }
+  void add_waited(std::chrono::steady_clock::time_point since,
+                  std::chrono::steady_clock::time_point until) noexcept;
 
   system_resource& device_;
   tier_memory& memory_;

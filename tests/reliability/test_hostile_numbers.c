@@ -138,6 +138,7 @@ static const key_row key_rows[] = {
      K_WORD,
      {"1ms", "999us", "0.001s", "86400s", "86401s", "1440min", "1440.0001min", "off", "nans",
       "infs", "-0s", "1e-300s"}},
+    {"tiered", "inline_copy", K_SIZE, {"0", "1", "256MiB", "268435457"}},
     {"recycle", "name", K_TEXT, {"x"}},
     {"recycle", "spin", K_COUNT, {"1073741824", "1073741825"}},
 };

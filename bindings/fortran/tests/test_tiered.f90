@@ -162,7 +162,13 @@ contains
     call check(stats%tensors_live == ntensors, config // ': tensors live')
     call pool%get_link_stats(link, st)
     call check_ok(st, config // ': link stats')
-    call check(link%bytes_to_device == stats%bytes_fetched .and. &
+    ! To the device: the fetches, and the writes that went straight there
+    ! (at most one per tensor, all of n * 8 bytes; how many depends on how
+    ! far the submits had got when each write ran).
+    call check(link%bytes_to_device - stats%bytes_fetched == &
+               (link%copies_to_device - stats%fetches) * n * 8 .and. &
+               link%copies_to_device >= stats%fetches .and. &
+               link%copies_to_device - stats%fetches <= ntensors .and. &
                link%bytes_to_host == stats%bytes_evicted .and. link%host_pageable == 1, &
                config // ': link stats agree with the stats')
     call pool%trim(st)

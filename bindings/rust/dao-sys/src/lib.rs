@@ -536,11 +536,12 @@ pub struct dao_tiered_stats {
 pub struct dao_tiered_link_stats {
     /// In: sizeof(dao_tiered_link_stats).
     pub struct_size: usize,
-    /// Bytes copied host → device (fetches).
+    /// Bytes copied host → device: the fetches, and the data of dao_tensor_write() that went
+    /// straight to the device (the excess over dao_tiered_statsbytes_fetched).
     pub bytes_to_device: u64,
     /// Bytes copied device → host (evictions).
     pub bytes_to_host: u64,
-    /// Tensors copied host → device.
+    /// Tensors copied host → device (fetches and writes, as bytes_to_device).
     pub copies_to_device: u64,
     /// Tensors copied device → host.
     pub copies_to_host: u64,

@@ -495,7 +495,9 @@ pub struct TieredStats {
 /// The link between a pool's tiers ([`TieredPool::link_stats`]).
 #[derive(Debug, Copy, Clone, Default, PartialEq, Eq)]
 pub struct TieredLinkStats {
-    /// Bytes copied host to device.
+    /// Bytes copied host to device: the fetches, and the data of
+    /// [`Tensor::write`] that went straight to the device (the excess over
+    /// [`TieredStats::bytes_fetched`]).
     pub bytes_to_device: u64,
     /// Bytes copied device to host.
     pub bytes_to_host: u64,
