@@ -34,6 +34,13 @@ SAME_VALUE(CUDA_ERROR_INVALID_CONTEXT);
 SAME_VALUE(CUDA_ERROR_INVALID_HANDLE);
 SAME_VALUE(CUDA_ERROR_NOT_READY);
 SAME_VALUE(CUDA_ERROR_ILLEGAL_ADDRESS);
+SAME_VALUE(CUDA_ERROR_MAP_FAILED);
+SAME_VALUE(CUDA_ERROR_NOT_FOUND);
+SAME_VALUE(CUDA_ERROR_PEER_ACCESS_UNSUPPORTED);
+SAME_VALUE(CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED);
+SAME_VALUE(CUDA_ERROR_NOT_SUPPORTED);
+SAME_VALUE(CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING);
+SAME_VALUE(CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS);
 SAME_VALUE(CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED);
 SAME_VALUE(CU_STREAM_DEFAULT);
 SAME_VALUE(CU_STREAM_NON_BLOCKING);
@@ -59,6 +66,7 @@ SAME_VALUE(CU_MEM_ALLOC_GRANULARITY_RECOMMENDED);
 static_assert(CU_MEMHOSTALLOC_PORTABLE == 0x01 && CU_MEMHOSTALLOC_DEVICEMAP == 0x02 &&
                   CU_MEMHOSTALLOC_WRITECOMBINED == 0x04,
               "cuMemHostAlloc flags");
+static_assert(CU_IPC_HANDLE_SIZE == 64, "CU_IPC_HANDLE_SIZE");
 
 SAME_SIZE(CUresult);
 SAME_SIZE(CUdevice);
@@ -73,6 +81,8 @@ SAME_SIZE(CUmemAllocationGranularity_flags);
 SAME_SIZE(CUmemLocation);
 SAME_SIZE(CUmemAllocationProp);
 SAME_SIZE(CUmemAccessDesc);
+SAME_SIZE(CUipcMemHandle);
+SAME_SIZE(CUipcMem_flags);
 static_assert(std::is_signed<ours::CUdevice>::value == std::is_signed<::CUdevice>::value,
               "CUdevice signedness");
 static_assert(std::is_same<ours::CUdeviceptr, ::CUdeviceptr>::value, "CUdeviceptr");
@@ -88,6 +98,7 @@ SAME_OFFSET(CUmemAllocationProp, win32HandleMetaData);
 SAME_OFFSET(CUmemAllocationProp, allocFlags);
 SAME_OFFSET(CUmemAccessDesc, location);
 SAME_OFFSET(CUmemAccessDesc, flags);
+SAME_OFFSET(CUipcMemHandle, reserved);
 
 int main() {
   std::printf("src/resource/cuda_api.h agrees with cuda.h of CUDA_VERSION %d\n", CUDA_VERSION);

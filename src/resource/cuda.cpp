@@ -3,6 +3,7 @@
 // cuda_driver loads at run time.
 #include <atomic>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
@@ -268,8 +269,147 @@ class cuda_resource final : public system_resource {
 
   bool unmaps_in_part() const noexcept override { return false; }
 
+  // --- sharing device memory (partitioned memory, src/whole) ---
+  bool can_access_peer(system_resource& other, std::string& why) override {
+    if (&other == this) return true;
+    auto* peer = dynamic_cast<cuda_resource*>(&other);
+    if (kind_ != cuda_memory::device || peer == nullptr || peer->kind_ != cuda_memory::device) {
+      return system_resource::can_access_peer(other, why);
+    }
+    const cuda_driver_api& api = driver_.api();
+    if (!api.has_peer_access()) {
+      why = strprintf("the CUDA driver (%s) has no peer access entry points "
+                      "(cuDeviceCanAccessPeer, cuCtxEnablePeerAccess)",
+                      driver_.library().c_str());
+      return false;
+    }
+    CUdevice dev = 0, peer_dev = 0;
+    int can = 0;
+    CUresult r = api.device_get(&dev, device_);
+    if (r == CUDA_SUCCESS) r = api.device_get(&peer_dev, peer->device_);
+    if (r == CUDA_SUCCESS) r = api.device_can_access_peer(&can, dev, peer_dev);
+    if (r != CUDA_SUCCESS) {
+      why = strprintf("cuDeviceCanAccessPeer(cuda:%d, cuda:%d) failed: %s", device_, peer->device_,
+                      driver_.error_text(r).c_str());
+      return false;
+    }
+    if (can == 0) {
+      why = strprintf("cuda:%d cannot address memory of cuda:%d directly "
+                      "(cuDeviceCanAccessPeer: no peer access between these two devices, e.g. "
+                      "no NVLink or PCIe peer-to-peer path between them)",
+                      device_, peer->device_);
+      return false;
+    }
+    return true;
+  }
+
+  void enable_peer_access(system_resource& other) override {
+    std::string why;
+    if (!can_access_peer(other, why)) throw unsupported(why);
+    if (&other == this) return;
+    auto& peer = static_cast<cuda_resource&>(other);
+    if (peer.device_ == device_) return;
+    CUcontext peer_ctx = driver_.primary_context(peer.device_);
+    cuda_context_scope scope(driver_, driver_.primary_context(device_));
+    check_pushed(scope);
+    const CUresult r = driver_.api().ctx_enable_peer_access(peer_ctx, 0);
+    if (r == CUDA_SUCCESS || r == CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED) return;
+    if (r == CUDA_ERROR_PEER_ACCESS_UNSUPPORTED) {
+      throw unsupported(strprintf("cuda:%d cannot address memory of cuda:%d directly "
+                                  "(cuCtxEnablePeerAccess: %s)",
+                                  device_, peer.device_, driver_.error_text(r).c_str()));
+    }
+    throw backend_error(strprintf("cuda:%d: cuCtxEnablePeerAccess(cuda:%d) failed: %s", device_,
+                                  peer.device_, driver_.error_text(r).c_str()));
+  }
+
+  // The IPC handle names the whole cuMemAlloc allocation that holds p (the
+  // part may sit inside a larger one), so the record carries p's offset in
+  // it, found with cuMemGetAddressRange.
+  void export_memory(void* p, std::size_t bytes, exported_memory& out) override {
+    if (kind_ != cuda_memory::device) return system_resource::export_memory(p, bytes, out);
+    const cuda_driver_api& api = driver_.api();
+    if (!api.has_ipc()) {
+      throw unsupported(strprintf("%s: the CUDA driver (%s) has no interprocess memory entry "
+                                  "points (cuIpcGetMemHandle, cuIpcOpenMemHandle)",
+                                  name().c_str(), driver_.library().c_str()));
+    }
+    cuda_context_scope scope(driver_, driver_.primary_context(device_));
+    check_pushed(scope);
+    CUdeviceptr base = 0;
+    std::size_t size = 0;
+    CUresult r = api.mem_get_address_range(&base, &size, to_device(p));
+    if (r != CUDA_SUCCESS) {
+      throw backend_error(strprintf("%s: cuMemGetAddressRange(%p) failed: %s", name().c_str(), p,
+                                    driver_.error_text(r).c_str()));
+    }
+    ipc_record rec{};
+    rec.offset = to_device(p) - base;
+    rec.bytes = bytes;
+    if (rec.offset > size || bytes > size - rec.offset) {
+      throw backend_error(strprintf("%s: %zu bytes at %p are not inside one allocation (%zu bytes "
+                                    "at %p)",
+                                    name().c_str(), bytes, p, size, to_pointer(base)));
+    }
+    r = api.ipc_get_mem_handle(&rec.handle, base);
+    if (r != CUDA_SUCCESS) {
+      throw backend_error(strprintf("%s: cuIpcGetMemHandle(%p) failed: %s", name().c_str(),
+                                    to_pointer(base), driver_.error_text(r).c_str()));
+    }
+    std::memset(out.bytes, 0, sizeof out.bytes);
+    std::memcpy(out.bytes, &rec, sizeof rec);
+  }
+
+  void* import_memory(const exported_memory& in) override {
+    if (kind_ != cuda_memory::device) return system_resource::import_memory(in);
+    const cuda_driver_api& api = driver_.api();
+    if (!api.has_ipc()) {
+      throw unsupported(strprintf("%s: the CUDA driver (%s) has no interprocess memory entry "
+                                  "points (cuIpcGetMemHandle, cuIpcOpenMemHandle)",
+                                  name().c_str(), driver_.library().c_str()));
+    }
+    ipc_record rec{};
+    std::memcpy(&rec, in.bytes, sizeof rec);
+    cuda_context_scope scope(driver_, driver_.primary_context(device_));
+    check_pushed(scope);
+    CUdeviceptr base = 0;
+    // Lazy peer access: the exporter's device may be another one.
+    const CUresult r =
+        api.ipc_open_mem_handle(&base, rec.handle, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS);
+    if (r == CUDA_ERROR_OUT_OF_MEMORY) {
+      throw out_of_memory(strprintf("%s: out of memory opening another process's memory "
+                                    "(cuIpcOpenMemHandle: %s)",
+                                    name().c_str(), driver_.error_text(r).c_str()));
+    }
+    if (r != CUDA_SUCCESS) {
+      throw backend_error(strprintf("%s: cuIpcOpenMemHandle failed: %s", name().c_str(),
+                                    driver_.error_text(r).c_str()));
+    }
+    return to_pointer(base + rec.offset);
+  }
+
+  void close_imported(void* p, const exported_memory& in) noexcept override {
+    CUcontext ctx = driver_.retained_context(device_);
+    if (kind_ != cuda_memory::device || p == nullptr || ctx == nullptr || !driver_.api().has_ipc())
+      return;
+    ipc_record rec{};
+    std::memcpy(&rec, in.bytes, sizeof rec);
+    cuda_context_scope scope(driver_, ctx);
+    // Nothing to report to: a failure means the context is gone (teardown).
+    if (scope.status() == CUDA_SUCCESS)
+      driver_.api().ipc_close_mem_handle(to_device(p) - rec.offset);
+  }
+
  private:
   static constexpr std::size_t kGranularityUnknown = ~std::size_t(0);
+
+  // What export_memory() puts into an exported_memory record.
+  struct ipc_record {
+    CUipcMemHandle handle;
+    std::uint64_t offset;  // of the exported bytes in the handle's allocation
+    std::uint64_t bytes;
+  };
+  static_assert(sizeof(ipc_record) <= sizeof(exported_memory::bytes), "exported_memory too small");
 
   std::string name() const { return place_to_string(place()); }
 

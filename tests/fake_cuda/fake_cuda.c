@@ -14,6 +14,26 @@
  *                            power of two, at least the host page size)
  *   FAKE_CUDA_NO_VMM         1: cuDeviceGetAttribute reports no virtual
  *                            memory management support
+ *   FAKE_CUDA_HIDDEN         1: device memory (cuMemAlloc) is not host
+ *                            memory: see "Hidden device memory" below
+ *   FAKE_CUDA_NO_PEER        1: cuDeviceCanAccessPeer says no for every
+ *                            pair of devices (default: every pair of
+ *                            different devices can)
+ *
+ * Hidden device memory (FAKE_CUDA_HIDDEN=1), as on a card: the address
+ * cuMemAlloc hands out is a PROT_NONE mapping, so the host faults on it, and
+ * only the driver's copies (cuMemcpyAsync) reach the bytes, through a
+ * second mapping of the same memory (a memfd). Such memory can be exported
+ * to another process: cuIpcGetMemHandle (of an allocation's base, as the
+ * driver documents) puts the owner's pid and the memfd's descriptor into
+ * the handle, and cuIpcOpenMemHandle in another process maps
+ * /proc/<pid>/fd/<fd>. Like the real driver, it refuses to open a handle in
+ * the process that exported it (CUDA_ERROR_INVALID_CONTEXT), counts
+ * repeated opens in one context and returns the same address, and needs
+ * CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS as the flags. Without hidden memory
+ * cuIpcGetMemHandle gives CUDA_ERROR_NOT_SUPPORTED. Peer access
+ * (cuDeviceCanAccessPeer, cuCtxEnablePeerAccess) is recorded per pair of
+ * devices; copies do not depend on it (nor do the real driver's).
  *
  * Virtual memory management (cuMemAddressReserve, cuMemCreate, cuMemMap,
  * ...) works on host address space: a reservation is a PROT_NONE mapping,
@@ -40,6 +60,7 @@
  * checks those declarations against the real API (cuda.h maps e.g.
  * cuMemAlloc to cuMemAlloc_v2).
  */
+#define _GNU_SOURCE /* memfd_create */
 #ifdef FAKE_CUDA_TOOLKIT_HEADER
 #include <cuda.h>
 #else
@@ -50,7 +71,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define FAKE_MAX_DEVICES 16
@@ -67,6 +90,12 @@ struct allocation {
   void *p;
   size_t bytes; /* rounded to FAKE_ALIGNMENT, as counted */
   int device;   /* FAKE_HOST for cuMemHostAlloc */
+  /* Hidden memory: p is PROT_NONE, the bytes are at shadow (a memfd). */
+  void *shadow;
+  int fd;         /* the memfd of an allocation of this process, else -1 */
+  int imported;   /* opens of another process's memory (cuIpcOpenMemHandle) */
+  long owner_pid; /* imported: the exporter's pid and memfd */
+  int owner_fd;
   struct allocation *next;
 };
 
@@ -78,6 +107,10 @@ static size_t fake_host_capacity;
 static size_t fake_fail_size;
 static size_t fake_granularity;
 static int fake_no_vmm;
+static int fake_hidden;
+static int fake_no_peer;
+static long fake_live_imports;
+static unsigned char fake_peer_enabled[FAKE_MAX_DEVICES][FAKE_MAX_DEVICES];
 static size_t fake_used_bytes[FAKE_MAX_DEVICES];
 static size_t fake_host_used;
 static long fake_live_count;
@@ -117,8 +150,40 @@ static size_t round_up(size_t bytes) {
   return (bytes + FAKE_ALIGNMENT - 1) & ~(size_t)(FAKE_ALIGNMENT - 1);
 }
 
-/* Allocates `bytes` on `device` (or FAKE_HOST); the caller holds fake_lock. */
-static CUresult fake_allocate(void **out, size_t bytes, int device) {
+/* Maps `bytes` of `fd` twice: readable and writable at *shadow, and
+   PROT_NONE at the address returned (NULL on failure). */
+static void *map_hidden(int fd, size_t bytes, void **shadow) {
+  void *p;
+  *shadow = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (*shadow == MAP_FAILED) return NULL;
+  p = mmap(NULL, bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED) {
+    munmap(*shadow, bytes);
+    return NULL;
+  }
+  return p;
+}
+
+/* Hidden device memory of `rounded` bytes: a memfd mapped twice. */
+static CUresult hidden_allocate(struct allocation *a, size_t rounded) {
+  int fd = memfd_create("fake-cuda-device", MFD_CLOEXEC);
+  if (fd < 0) return CUDA_ERROR_OUT_OF_MEMORY;
+  if (ftruncate(fd, (off_t)rounded) != 0) {
+    close(fd);
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  }
+  a->p = map_hidden(fd, rounded, &a->shadow);
+  if (a->p == NULL) {
+    close(fd);
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  }
+  a->fd = fd;
+  return CUDA_SUCCESS;
+}
+
+/* Allocates `bytes` on `device` (or FAKE_HOST); the caller holds fake_lock.
+   `hidden`: device memory the host cannot address (FAKE_CUDA_HIDDEN). */
+static CUresult fake_allocate_as(void **out, size_t bytes, int device, int hidden) {
   size_t rounded, *used, capacity;
   struct allocation *a;
   void *p = NULL;
@@ -129,9 +194,17 @@ static CUresult fake_allocate(void **out, size_t bytes, int device) {
   used = device == FAKE_HOST ? &fake_host_used : &fake_used_bytes[device];
   capacity = device == FAKE_HOST ? fake_host_capacity : fake_capacity;
   if (rounded > capacity - *used) return CUDA_ERROR_OUT_OF_MEMORY;
-  a = (struct allocation *)malloc(sizeof *a);
+  a = (struct allocation *)calloc(1, sizeof *a);
   if (a == NULL) return CUDA_ERROR_OUT_OF_MEMORY;
-  if (posix_memalign(&p, FAKE_ALIGNMENT, rounded) != 0) {
+  a->fd = -1;
+  if (hidden) {
+    CUresult r = hidden_allocate(a, rounded);
+    if (r != CUDA_SUCCESS) {
+      free(a);
+      return r;
+    }
+    p = a->p;
+  } else if (posix_memalign(&p, FAKE_ALIGNMENT, rounded) != 0) {
     free(a);
     return CUDA_ERROR_OUT_OF_MEMORY;
   }
@@ -146,18 +219,60 @@ static CUresult fake_allocate(void **out, size_t bytes, int device) {
   return CUDA_SUCCESS;
 }
 
+static CUresult fake_allocate(void **out, size_t bytes, int device) {
+  return fake_allocate_as(out, bytes, device, 0);
+}
+
+/* Gives back the memory of `a` (not the record). */
+static void unmap_allocation(struct allocation *a) {
+  if (a->shadow != NULL) {
+    munmap(a->shadow, a->bytes);
+    munmap(a->p, a->bytes);
+    if (a->fd >= 0) close(a->fd);
+  } else {
+    free(a->p);
+  }
+}
+
+/* The allocation that holds [p, p + bytes), or NULL; the caller holds
+   fake_lock. */
+static struct allocation *allocation_holding(uintptr_t p, size_t bytes) {
+  struct allocation *a;
+  for (a = fake_live; a != NULL; a = a->next) {
+    uintptr_t base = (uintptr_t)a->p;
+    if (p >= base && p - base < a->bytes && bytes <= a->bytes - (p - base)) return a;
+  }
+  return NULL;
+}
+
+/* Where the host reaches [p, p + bytes): the shadow of hidden memory, else
+   p itself; NULL when p is in hidden memory but the range leaves it. */
+static void *host_view(uintptr_t p, size_t bytes) {
+  struct allocation *a;
+  void *out = (void *)p;
+  pthread_mutex_lock(&fake_lock);
+  for (a = fake_live; a != NULL; a = a->next) {
+    uintptr_t base = (uintptr_t)a->p;
+    if (a->shadow == NULL || p < base || p - base >= a->bytes) continue;
+    out = bytes <= a->bytes - (p - base) ? (char *)a->shadow + (p - base) : NULL;
+    break;
+  }
+  pthread_mutex_unlock(&fake_lock);
+  return out;
+}
+
 /* Frees p if it is live and of the right sort; the caller holds fake_lock. */
 static CUresult fake_release(void *p, int host) {
   struct allocation **link = &fake_live;
   for (; *link != NULL; link = &(*link)->next) {
     struct allocation *a = *link;
     if (a->p != p) continue;
-    if ((a->device == FAKE_HOST) != host) return CUDA_ERROR_INVALID_VALUE;
+    if ((a->device == FAKE_HOST) != host || a->imported) return CUDA_ERROR_INVALID_VALUE;
     if (a->device == FAKE_HOST) fake_host_used -= a->bytes;
     else fake_used_bytes[a->device] -= a->bytes;
     *link = a->next;
     --fake_live_count;
-    free(a->p);
+    unmap_allocation(a);
     free(a);
     return CUDA_SUCCESS;
   }
@@ -184,6 +299,8 @@ CUresult cuInit(unsigned int flags) {
           fake_granularity % (size_t)sysconf(_SC_PAGESIZE) != 0)
         fake_granularity = (size_t)2 << 20;
       fake_no_vmm = env_size("FAKE_CUDA_NO_VMM", 0) != 0;
+      fake_hidden = env_size("FAKE_CUDA_HIDDEN", 0) != 0;
+      fake_no_peer = env_size("FAKE_CUDA_NO_PEER", 0) != 0;
       for (i = 0; i < fake_devices; ++i) fake_contexts[i].device = i;
       fake_initialised = 1;
     }
@@ -275,7 +392,7 @@ CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytes) {
   if (dptr == NULL) return CUDA_ERROR_INVALID_VALUE;
   if (device < 0) return CUDA_ERROR_INVALID_CONTEXT;
   pthread_mutex_lock(&fake_lock);
-  r = fake_allocate(&p, bytes, device);
+  r = fake_allocate_as(&p, bytes, device, fake_hidden);
   pthread_mutex_unlock(&fake_lock);
   if (r == CUDA_SUCCESS) *dptr = (CUdeviceptr)(uintptr_t)p;
   return r;
@@ -962,11 +1079,169 @@ CUresult cuStreamWaitEvent(CUstream stream, CUevent event, unsigned int flags) {
   return submit(stream, FAKE_WAIT, NULL, NULL, 0, NULL, NULL, event);
 }
 
+/* Unified addressing: the direction comes from the addresses; hidden
+   device memory is reached through its shadow. */
 CUresult cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream stream) {
+  void *to, *from;
   if (bytes == 0) return CUDA_SUCCESS;
   if (dst == 0 || src == 0) return CUDA_ERROR_INVALID_VALUE;
-  return submit(stream, FAKE_COPY, (void *)(uintptr_t)dst, (const void *)(uintptr_t)src, bytes,
-                NULL, NULL, NULL);
+  to = host_view((uintptr_t)dst, bytes);
+  from = host_view((uintptr_t)src, bytes);
+  if (to == NULL || from == NULL) return CUDA_ERROR_INVALID_VALUE;
+  return submit(stream, FAKE_COPY, to, from, bytes, NULL, NULL, NULL);
+}
+
+/* ---- peer access, address ranges and interprocess memory ---- */
+
+CUresult cuDeviceCanAccessPeer(int *can, CUdevice dev, CUdevice peer) {
+  if (can == NULL) return CUDA_ERROR_INVALID_VALUE;
+  if (!checked_device(dev) || !checked_device(peer)) return CUDA_ERROR_INVALID_DEVICE;
+  *can = dev != peer && !fake_no_peer;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuCtxEnablePeerAccess(CUcontext peer, unsigned int flags) {
+  int device = current_device(), other;
+  CUresult r = CUDA_SUCCESS;
+  if (flags != 0) return CUDA_ERROR_INVALID_VALUE;
+  if (device < 0 || peer == NULL || peer < fake_contexts || peer >= fake_contexts + fake_devices ||
+      peer->device == device)
+    return CUDA_ERROR_INVALID_CONTEXT;
+  other = peer->device;
+  if (fake_no_peer) return CUDA_ERROR_PEER_ACCESS_UNSUPPORTED;
+  pthread_mutex_lock(&fake_lock);
+  if (fake_peer_enabled[device][other]) r = CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED;
+  fake_peer_enabled[device][other] = 1;
+  pthread_mutex_unlock(&fake_lock);
+  return r;
+}
+
+CUresult cuMemGetAddressRange_v2(CUdeviceptr *base, size_t *size, CUdeviceptr ptr) {
+  struct allocation *a;
+  if (current_device() < 0) return CUDA_ERROR_INVALID_CONTEXT;
+  pthread_mutex_lock(&fake_lock);
+  a = allocation_holding((uintptr_t)ptr, 1);
+  if (a != NULL && a->device != FAKE_HOST) {
+    if (base != NULL) *base = (CUdeviceptr)(uintptr_t)a->p;
+    if (size != NULL) *size = a->bytes;
+  }
+  pthread_mutex_unlock(&fake_lock);
+  return a != NULL && a->device != FAKE_HOST ? CUDA_SUCCESS : CUDA_ERROR_NOT_FOUND;
+}
+
+/* What a fake handle holds (CU_IPC_HANDLE_SIZE bytes). */
+struct fake_ipc {
+  unsigned magic;
+  int fd;
+  long pid;
+  size_t bytes;
+};
+#define FAKE_IPC_MAGIC 0x1bcfa4e5u
+
+CUresult cuIpcGetMemHandle(CUipcMemHandle *handle, CUdeviceptr ptr) {
+  struct allocation *a;
+  struct fake_ipc h;
+  CUresult r = CUDA_SUCCESS;
+  if (handle == NULL) return CUDA_ERROR_INVALID_VALUE;
+  if (current_device() < 0) return CUDA_ERROR_INVALID_CONTEXT;
+  memset(&h, 0, sizeof h);
+  pthread_mutex_lock(&fake_lock);
+  a = allocation_holding((uintptr_t)ptr, 1);
+  if (a == NULL || a->device == FAKE_HOST || a->imported || (uintptr_t)a->p != (uintptr_t)ptr) {
+    r = CUDA_ERROR_INVALID_VALUE; /* not the base of device memory of this process */
+  } else if (a->fd < 0) {
+    r = CUDA_ERROR_NOT_SUPPORTED; /* only hidden memory has a memfd to share */
+  } else {
+    h.magic = FAKE_IPC_MAGIC;
+    h.fd = a->fd;
+    h.pid = (long)getpid();
+    h.bytes = a->bytes;
+  }
+  pthread_mutex_unlock(&fake_lock);
+  if (r != CUDA_SUCCESS) return r;
+  memset(handle, 0, sizeof *handle);
+  memcpy(handle->reserved, &h, sizeof h);
+  return CUDA_SUCCESS;
+}
+
+CUresult cuIpcOpenMemHandle_v2(CUdeviceptr *ptr, CUipcMemHandle handle, unsigned int flags) {
+  struct fake_ipc h;
+  struct allocation *a;
+  char path[64];
+  struct stat st;
+  int device = current_device(), fd;
+  if (ptr == NULL || flags != CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS) return CUDA_ERROR_INVALID_VALUE;
+  if (device < 0) return CUDA_ERROR_INVALID_CONTEXT;
+  memcpy(&h, handle.reserved, sizeof h);
+  if (h.magic != FAKE_IPC_MAGIC || h.bytes == 0) return CUDA_ERROR_INVALID_HANDLE;
+  /* The driver refuses a handle in the process that exported it. */
+  if (h.pid == (long)getpid()) return CUDA_ERROR_INVALID_CONTEXT;
+  pthread_mutex_lock(&fake_lock);
+  for (a = fake_live; a != NULL; a = a->next) {
+    if (a->imported && a->owner_pid == h.pid && a->owner_fd == h.fd && a->device == device) {
+      ++a->imported; /* opened again by this context: the same address */
+      *ptr = (CUdeviceptr)(uintptr_t)a->p;
+      pthread_mutex_unlock(&fake_lock);
+      return CUDA_SUCCESS;
+    }
+  }
+  pthread_mutex_unlock(&fake_lock);
+  snprintf(path, sizeof path, "/proc/%ld/fd/%d", h.pid, h.fd);
+  fd = open(path, O_RDWR | O_CLOEXEC);
+  if (fd < 0) return CUDA_ERROR_INVALID_HANDLE; /* the exporter or its memory is gone */
+  if (fstat(fd, &st) != 0 || (size_t)st.st_size < h.bytes) {
+    close(fd);
+    return CUDA_ERROR_INVALID_HANDLE;
+  }
+  a = (struct allocation *)calloc(1, sizeof *a);
+  if (a == NULL) {
+    close(fd);
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  }
+  a->p = map_hidden(fd, h.bytes, &a->shadow);
+  close(fd); /* the mappings keep the memory */
+  if (a->p == NULL) {
+    free(a);
+    return CUDA_ERROR_MAP_FAILED;
+  }
+  a->bytes = h.bytes;
+  a->device = device;
+  a->fd = -1;
+  a->imported = 1;
+  a->owner_pid = h.pid;
+  a->owner_fd = h.fd;
+  pthread_mutex_lock(&fake_lock);
+  a->next = fake_live;
+  fake_live = a;
+  ++fake_live_imports;
+  pthread_mutex_unlock(&fake_lock);
+  *ptr = (CUdeviceptr)(uintptr_t)a->p;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuIpcCloseMemHandle(CUdeviceptr ptr) {
+  struct allocation **link, *a = NULL;
+  if (current_device() < 0) return CUDA_ERROR_INVALID_CONTEXT;
+  pthread_mutex_lock(&fake_lock);
+  for (link = &fake_live; *link != NULL; link = &(*link)->next) {
+    if ((*link)->imported && (uintptr_t)(*link)->p == (uintptr_t)ptr) {
+      a = *link;
+      if (--a->imported == 0) {
+        *link = a->next;
+        --fake_live_imports;
+      } else {
+        a = (struct allocation *)1; /* still open */
+      }
+      break;
+    }
+  }
+  pthread_mutex_unlock(&fake_lock);
+  if (a == NULL) return CUDA_ERROR_INVALID_VALUE;
+  if (a != (struct allocation *)1) {
+    unmap_allocation(a);
+    free(a);
+  }
+  return CUDA_SUCCESS;
 }
 
 CUresult cuLaunchHostFunc(CUstream stream, CUhostFn fn, void *user_data) {
@@ -1048,6 +1323,13 @@ static const struct {
      "an illegal memory access was encountered"},
     {CUDA_ERROR_NOT_READY, "CUDA_ERROR_NOT_READY", "device not ready"},
     {CUDA_ERROR_INVALID_HANDLE, "CUDA_ERROR_INVALID_HANDLE", "invalid resource handle"},
+    {CUDA_ERROR_MAP_FAILED, "CUDA_ERROR_MAP_FAILED", "mapping of buffer object failed"},
+    {CUDA_ERROR_PEER_ACCESS_UNSUPPORTED, "CUDA_ERROR_PEER_ACCESS_UNSUPPORTED",
+     "peer access is not supported between these two devices"},
+    {CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED, "CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED",
+     "peer access is already enabled"},
+    {CUDA_ERROR_NOT_FOUND, "CUDA_ERROR_NOT_FOUND", "named symbol not found"},
+    {CUDA_ERROR_NOT_SUPPORTED, "CUDA_ERROR_NOT_SUPPORTED", "operation not supported"},
 };
 
 CUresult cuGetErrorName(CUresult error, const char **name) {
@@ -1090,6 +1372,25 @@ int fake_cuda_retain_count(int device) {
   if (device < 0 || device >= FAKE_MAX_DEVICES) return -1;
   pthread_mutex_lock(&fake_lock);
   n = fake_contexts[device].retains;
+  pthread_mutex_unlock(&fake_lock);
+  return n;
+}
+
+/* Another process's memory opened here (cuIpcOpenMemHandle), not closed. */
+long fake_cuda_live_imports(void) {
+  long n;
+  pthread_mutex_lock(&fake_lock);
+  n = fake_live_imports;
+  pthread_mutex_unlock(&fake_lock);
+  return n;
+}
+
+/* Whether cuCtxEnablePeerAccess let `device` address `peer`'s memory. */
+int fake_cuda_peer_enabled(int device, int peer) {
+  int n;
+  if (device < 0 || device >= FAKE_MAX_DEVICES || peer < 0 || peer >= FAKE_MAX_DEVICES) return -1;
+  pthread_mutex_lock(&fake_lock);
+  n = fake_peer_enabled[device][peer];
   pthread_mutex_unlock(&fake_lock);
   return n;
 }

@@ -9,6 +9,23 @@ dao_add_test_executable(test_whole whole/test_whole.c)
 # Four 64 MiB devices for the ranks, and a small one that a part does not fit.
 dao_unit_test(test_whole ENV "DAO_SIM_DEVICES=4x64MiB,16MiB")
 
+# test_whole_cuda: chunked and distributed memory on CUDA devices, over the
+# fake driver (tests/cuda.cmake) with device memory the host cannot touch.
+if(TARGET dao_fake_cuda)
+  dao_add_test_executable(test_whole_cuda whole/test_whole_cuda.c)
+  target_link_libraries(test_whole_cuda PRIVATE ${CMAKE_DL_LIBS})
+  add_dependencies(test_whole_cuda dao_fake_cuda)
+  set(_dao_whole_cuda_env "DAO_CUDA_LIBRARY=$<TARGET_FILE:dao_fake_cuda>" FAKE_CUDA_DEVICES=4
+      FAKE_CUDA_CAPACITY=67108864 FAKE_CUDA_HIDDEN=1)
+  add_test(NAME test_whole_cuda COMMAND test_whole_cuda)
+  add_test(NAME test_whole_cuda_no_peer COMMAND test_whole_cuda no-peer)
+  set_tests_properties(test_whole_cuda PROPERTIES ENVIRONMENT "${_dao_whole_cuda_env}")
+  set_tests_properties(test_whole_cuda_no_peer PROPERTIES
+                       ENVIRONMENT "${_dao_whole_cuda_env};FAKE_CUDA_NO_PEER=1")
+  set_tests_properties(test_whole_cuda test_whole_cuda_no_peer PROPERTIES
+                       LABELS "unit;cuda" TIMEOUT 300)
+endif()
+
 if(NOT DAO_MPI_ENABLED)
   # The header needs <mpi.h>; without MPI there is nothing to check it with.
   set_tests_properties(header_c99_dao_whole_mpi_h header_cxx_dao_whole_mpi_h

@@ -1,0 +1,353 @@
+/* Partitioned memory on CUDA devices in one process (whole.h): a thread per
+ * rank over in-process communicators on cuda:0..3 of the fake driver, whose
+ * device memory the host cannot touch (FAKE_CUDA_HIDDEN=1: it faults, as on
+ * a card), so every byte libdao moves goes through driver copies. Chunked
+ * and distributed objects on one device per rank, on ranks that share a
+ * device, and on one rank; continuous and mixed places refused with a
+ * message that says what works; peer access enabled for chunked memory;
+ * files; a part that does not fit; and the same over a transport handed in
+ * through the hook (which, like MPI, does not share an address space: the
+ * parts are exported as for CUDA IPC, and used directly in this process,
+ * where the driver refuses to open its own handles).
+ *
+ * `test_whole_cuda no-peer` runs with FAKE_CUDA_NO_PEER=1: chunked memory
+ * over two devices is refused and says why; distributed works.
+ *
+ * Runs with DAO_CUDA_LIBRARY=<the fake driver>, FAKE_CUDA_DEVICES=4,
+ * FAKE_CUDA_CAPACITY=64MiB, FAKE_CUDA_HIDDEN=1. No check depends on timing. */
+#define _GNU_SOURCE
+#define DAO_EXPERIMENTAL 1
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <unistd.h>
+
+#include "dao_test.h"
+#include "whole/thread_transport.h"
+#include "whole/whole_cuda_body.h"
+
+#define MIB ((size_t)1 << 20)
+#define MAX_RANKS 8
+
+static char file_prefix[256];
+static int no_peer;
+
+/* The fake driver's own view (tests/fake_cuda/fake_cuda.c). */
+static int (*fake_peer_enabled)(int device, int peer);
+static long (*fake_live_imports)(void);
+static size_t (*fake_used)(int device);
+
+static void find_fake_driver(void) {
+  const char *path = getenv("DAO_CUDA_LIBRARY");
+  void *handle;
+  int n = 0;
+  assert_ok(dao_place_device_count(DAO_PLACE_CUDA, &n)); /* loads the driver */
+  assert_true(n >= 4);
+  assert_non_null(path);
+  handle = dlopen(path, RTLD_NOW | RTLD_NOLOAD);
+  assert_non_null(handle);
+  *(void **)&fake_peer_enabled = dlsym(handle, "fake_cuda_peer_enabled");
+  *(void **)&fake_live_imports = dlsym(handle, "fake_cuda_live_imports");
+  *(void **)&fake_used = dlsym(handle, "fake_cuda_used");
+  assert_non_null(fake_peer_enabled);
+  assert_non_null(fake_live_imports);
+  assert_non_null(fake_used);
+}
+
+/* --- a thread per rank ----------------------------------------------------- */
+
+typedef void (*body_fn)(wb_ctx *c, void *arg);
+
+typedef struct rank_job {
+  wb_ctx ctx;
+  body_fn fn;
+  void *arg;
+  tt_group *g; /* hooked transport, else NULL */
+  dao_place place;
+  pthread_t thread;
+} rank_job;
+
+static void *rank_main(void *p) {
+  rank_job *j = (rank_job *)p;
+  dao_comm *comm = NULL;
+  if (j->g != NULL) {
+    dao_comm_transport o = tt_ops(j->g, j->ctx.rank);
+    if (!WB_OK(&j->ctx, dao_comm_create_transport(&o, j->place, &comm))) return NULL;
+    j->ctx.comm = comm;
+  }
+  j->fn(&j->ctx, j->arg);
+  if (comm != NULL) WB_OK(&j->ctx, dao_comm_destroy(comm));
+  return NULL;
+}
+
+/* Runs fn on a thread per rank, rank r on places[r]; over the in-process
+ * transport, or (hooked) over the thread transport of the hook. */
+static void run(const dao_place *places, int n, int hooked, body_fn fn, void *arg) {
+  rank_job jobs[MAX_RANKS];
+  dao_comm *comms[MAX_RANKS];
+  tt_group g;
+  int r, failures = 0, checks = 0;
+  assert_true(n <= MAX_RANKS);
+  memset(jobs, 0, sizeof jobs);
+  if (hooked) {
+    tt_group_init(&g, n);
+    g.batched = 1;
+  } else {
+    assert_ok(dao_comm_create_local(n, places, comms));
+  }
+  for (r = 0; r < n; ++r) {
+    jobs[r].ctx.comm = hooked ? NULL : comms[r];
+    jobs[r].ctx.rank = r;
+    jobs[r].ctx.size = n;
+    jobs[r].ctx.file_prefix = file_prefix;
+    jobs[r].fn = fn;
+    jobs[r].arg = arg;
+    jobs[r].g = hooked ? &g : NULL;
+    jobs[r].place = places[r];
+  }
+  for (r = 0; r < n; ++r)
+    assert_int_equal(pthread_create(&jobs[r].thread, NULL, rank_main, &jobs[r]), 0);
+  for (r = 0; r < n; ++r) assert_int_equal(pthread_join(jobs[r].thread, NULL), 0);
+  for (r = 0; r < n; ++r) {
+    if (jobs[r].ctx.failures > 0)
+      print_error("rank %d: %d failure(s), first: %s\n", r, jobs[r].ctx.failures,
+                  jobs[r].ctx.first);
+    failures += jobs[r].ctx.failures;
+    checks += jobs[r].ctx.checks;
+  }
+  if (hooked) {
+    assert_int_equal(g.destroyed, n);
+    tt_group_done(&g);
+  } else {
+    for (r = 0; r < n; ++r) assert_ok(dao_comm_destroy(comms[r]));
+  }
+  assert_int_equal(failures, 0);
+  assert_true(checks > 0);
+  assert_int_equal(fake_live_imports(), 0);
+}
+
+static void places_cuda(dao_place *p, int n) {
+  int r;
+  for (r = 0; r < n; ++r) p[r] = dao_place_cuda(r);
+}
+
+/* --- bodies ---------------------------------------------------------------- */
+
+/* Every layout: chunked and distributed work (chunked over several devices
+ * only with peer access), continuous is refused and points to chunked. */
+static void body_layouts(wb_ctx *c, void *p) {
+  const int chunked_expected = *(const int *)p;
+  dao_whole_desc d = wb_desc(DAO_WHOLE_CONTINUOUS, DAO_WHOLE_DEVICE, 100, 16);
+  dao_whole *w = (dao_whole *)1;
+  WB_FAILS(c, dao_whole_supported(c->comm, DAO_WHOLE_CONTINUOUS, DAO_WHOLE_DEVICE),
+           DAO_ERR_UNSUPPORTED, "use chunked");
+  WB_FAILS(c, dao_whole_create(c->comm, &d, &w), DAO_ERR_UNSUPPORTED, "use chunked");
+  WB_CHECK(c, w == NULL);
+  WB_CHECKF(c, wc_all_shapes(c, DAO_WHOLE_CHUNKED) == chunked_expected,
+            "chunked on CUDA devices: supported %d, expected %d", !chunked_expected,
+            chunked_expected);
+  if (!chunked_expected)
+    WB_FAILS(c, dao_whole_supported(c->comm, DAO_WHOLE_CHUNKED, DAO_WHOLE_DEVICE),
+             DAO_ERR_UNSUPPORTED, "cuDeviceCanAccessPeer");
+  WB_CHECKF(c, wc_all_shapes(c, DAO_WHOLE_DISTRIBUTED) == 1, "distributed on CUDA devices");
+  /* Host memory on the same communicator works as ever. */
+  WB_CHECK(c, wb_roundtrip(c, DAO_WHOLE_CHUNKED, DAO_WHOLE_HOST, 300, 24, 3) == 1);
+}
+
+static void test_four_devices(void **state) {
+  dao_place p[4];
+  int chunked = !no_peer, a, b;
+  (void)state;
+  places_cuda(p, 4);
+  run(p, 4, 0, body_layouts, &chunked);
+  /* Chunked memory let every device address every other one's part. */
+  for (a = 0; a < 4; ++a)
+    for (b = 0; b < 4; ++b)
+      if (a != b) assert_int_equal(fake_peer_enabled(a, b), !no_peer);
+}
+
+/* Two ranks on one device need no peer access between them. */
+static void test_shared_device(void **state) {
+  dao_place p[3];
+  int chunked = 1;
+  (void)state;
+  p[0] = dao_place_cuda(2);
+  p[1] = dao_place_cuda(2);
+  p[2] = dao_place_cuda(2);
+  run(p, 3, 0, body_layouts, &chunked);
+  p[0] = dao_place_cuda(1);
+  run(p, 1, 0, body_layouts, &chunked);
+}
+
+/* Over the hook's thread transport: the parts are exported as between
+ * processes; in this process they are used as they are. */
+static void test_hooked_transport(void **state) {
+  dao_place p[4];
+  int chunked = 1;
+  (void)state;
+  places_cuda(p, 4);
+  run(p, 4, 1, body_layouts, &chunked);
+}
+
+static void body_files(wb_ctx *c, void *p) {
+  (void)p;
+  wc_files(c);
+}
+
+static void test_files(void **state) {
+  dao_place p[4];
+  (void)state;
+  places_cuda(p, 4);
+  run(p, 4, 0, body_files, NULL);
+  run(p, 3, 1, body_files, NULL);
+}
+
+/* Rank 3's device is nearly full: its part does not fit, every rank fails
+ * alike naming rank 3 and cuda:3, and nothing stays allocated anywhere. */
+static void body_out_of_memory(wb_ctx *c, void *p) {
+  dao_place mine;
+  void *filler = NULL;
+  int t;
+  (void)p;
+  WB_OK(c, dao_comm_rank_place(c->comm, c->rank, &mine));
+  if (c->rank == 3) WB_OK(c, dao_alloc(mine, 48 * MIB, &filler));
+  for (t = DAO_WHOLE_CHUNKED; t <= DAO_WHOLE_DISTRIBUTED; ++t) {
+    /* 4 x 24 MiB: fits on an empty 64 MiB device, not next to 48 MiB. */
+    dao_whole_desc d = wb_desc((dao_whole_type)t, DAO_WHOLE_DEVICE, 96, MIB);
+    dao_whole *w = (dao_whole *)1;
+    size_t used0 = 0, used1 = 0, dev0, dev1;
+    WB_OK(c, dao_used_internal(mine, &used0));
+    WB_OK(c, dao_comm_barrier(c->comm));
+    dev0 = fake_used(mine.device);
+    WB_OK(c, dao_comm_barrier(c->comm));
+    if (dao_whole_supported(c->comm, (dao_whole_type)t, DAO_WHOLE_DEVICE) != DAO_OK) continue;
+    WB_FAILS(c, dao_whole_create(c->comm, &d, &w), DAO_ERR_OUT_OF_MEMORY, "on rank 3 of 4");
+    WB_CHECK(c, strstr(dao_last_error(), "cuda:3") != NULL);
+    WB_CHECK(c, w == NULL);
+    WB_OK(c, dao_comm_barrier(c->comm));
+    WB_OK(c, dao_used_internal(mine, &used1));
+    dev1 = fake_used(mine.device);
+    WB_CHECKF(c, used1 == used0, "cuda:%d: %zu bytes left allocated", mine.device, used1 - used0);
+    WB_CHECKF(c, dev1 <= dev0, "cuda:%d: the driver holds %zu more bytes", mine.device,
+              dev1 - dev0);
+    WB_OK(c, dao_comm_barrier(c->comm));
+  }
+  if (filler != NULL) WB_OK(c, dao_free(mine, filler));
+  /* The ranks still work together afterwards. */
+  WB_CHECK(c, wc_roundtrip(c, DAO_WHOLE_DISTRIBUTED, 100, 16, 5) == 1);
+}
+
+static void test_out_of_memory(void **state) {
+  dao_place p[4];
+  (void)state;
+  places_cuda(p, 4);
+  run(p, 4, 0, body_out_of_memory, NULL);
+  run(p, 4, 1, body_out_of_memory, NULL);
+}
+
+/* A CUDA device next to a place the device cannot reach: refused, saying
+ * what works. */
+static void body_mixed(wb_ctx *c, void *p) {
+  int t;
+  (void)p;
+  for (t = DAO_WHOLE_CONTINUOUS; t <= DAO_WHOLE_DISTRIBUTED; ++t) {
+    dao_whole_desc d = wb_desc((dao_whole_type)t, DAO_WHOLE_DEVICE, 10, 8);
+    dao_whole *w = (dao_whole *)1;
+    WB_FAILS(c, dao_whole_supported(c->comm, (dao_whole_type)t, DAO_WHOLE_DEVICE),
+             DAO_ERR_UNSUPPORTED, "every rank on a CUDA device");
+    WB_FAILS(c, dao_whole_create(c->comm, &d, &w), DAO_ERR_UNSUPPORTED, "location host");
+    WB_CHECK(c, w == NULL);
+  }
+  WB_CHECK(c, wb_roundtrip(c, DAO_WHOLE_DISTRIBUTED, DAO_WHOLE_HOST, 50, 8, 2) == 1);
+}
+
+static void test_mixed_places(void **state) {
+  dao_place p[2];
+  (void)state;
+  p[0] = dao_place_cuda(0);
+  p[1] = dao_place_cpu();
+  run(p, 2, 0, body_mixed, NULL);
+}
+
+/* The checks every communicator passes (whole_body.h), on host memory and
+ * with bad descriptions and disagreeing ranks, over ranks on CUDA devices. */
+static void body_generic(wb_ctx *c, void *p) {
+  (void)p;
+  WB_CHECK(c, wb_all_shapes(c, DAO_WHOLE_HOST) == 3);
+  wb_bad_descriptions(c);
+  wb_disagreement(c);
+  wb_file_roundtrip(c, DAO_WHOLE_CHUNKED, DAO_WHOLE_DISTRIBUTED, DAO_WHOLE_HOST, 99, 12);
+}
+
+static void test_generic(void **state) {
+  dao_place p[4];
+  (void)state;
+  places_cuda(p, 4);
+  run(p, 4, 0, body_generic, NULL);
+  run(p, 2, 1, body_generic, NULL);
+}
+
+/* Bad input on an object on a device: refused, nothing copied. */
+static void test_bad_input(void **state) {
+  dao_place place = dao_place_cuda(0);
+  dao_comm *comm = NULL;
+  dao_whole *w = NULL;
+  dao_whole_desc d = wb_desc(DAO_WHOLE_CHUNKED, DAO_WHOLE_DEVICE, 10, 16);
+  unsigned char buf[3 * 16], back[10 * 16], before[10 * 16];
+  int64_t idx[3] = {0, 5, 9};
+  void *local = NULL;
+  dao_stream s = NULL;
+  (void)state;
+  assert_ok(dao_comm_create_local(1, &place, &comm));
+  assert_ok(dao_whole_create(comm, &d, &w));
+  assert_ok(dao_whole_get_local(w, &local, NULL));
+  dao_test_fill(before, sizeof before, 3);
+  assert_ok(dao_stream_create(place, &s));
+  assert_ok(dao_memcpy_async(local, before, sizeof before, s));
+  assert_ok(dao_stream_synchronize(s));
+  idx[1] = 10;
+  assert_failure_mentions(dao_whole_gather(w, idx, 3, buf), DAO_ERR_INVALID_ARGUMENT,
+                          "indices[1] = 10 is out of range");
+  memset(buf, 0x11, sizeof buf);
+  assert_failure_mentions(dao_whole_scatter(w, buf, idx, 3), DAO_ERR_INVALID_ARGUMENT,
+                          "indices[1] = 10");
+  idx[1] = -1;
+  assert_failure_mentions(dao_whole_scatter_collective(w, buf, idx, 3), DAO_ERR_INVALID_ARGUMENT,
+                          "indices[1] = -1");
+  assert_failure_mentions(dao_whole_gather(w, idx, 3, NULL), DAO_ERR_INVALID_ARGUMENT,
+                          "dst must not be NULL");
+  assert_ok(dao_memcpy_async(back, local, sizeof back, s));
+  assert_ok(dao_stream_synchronize(s));
+  assert_memory_equal(back, before, sizeof before);
+  idx[1] = 5;
+  assert_ok(dao_whole_gather(w, idx, 3, buf));
+  assert_memory_equal(buf, before, 16);
+  assert_memory_equal(buf + 16, before + 5 * 16, 16);
+  assert_memory_equal(buf + 32, before + 9 * 16, 16);
+  assert_ok(dao_stream_destroy(s));
+  assert_ok(dao_whole_destroy(w));
+  assert_ok(dao_comm_destroy(comm));
+}
+
+int main(int argc, char **argv) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_bad_input),     cmocka_unit_test(test_four_devices),
+      cmocka_unit_test(test_shared_device), cmocka_unit_test(test_hooked_transport),
+      cmocka_unit_test(test_files),         cmocka_unit_test(test_out_of_memory),
+      cmocka_unit_test(test_mixed_places),  cmocka_unit_test(test_generic),
+  };
+  const struct CMUnitTest no_peer_tests[] = {
+      cmocka_unit_test(test_four_devices),
+      cmocka_unit_test(test_shared_device),
+      cmocka_unit_test(test_files),
+  };
+  const char *tmp = getenv("TMPDIR");
+  snprintf(file_prefix, sizeof file_prefix, "%s/dao-test-whole-cuda-%ld",
+           tmp != NULL && tmp[0] != '\0' ? tmp : "/tmp", (long)getpid());
+  find_fake_driver();
+  if (argc > 1 && strcmp(argv[1], "no-peer") == 0) {
+    no_peer = 1;
+    return cmocka_run_group_tests(no_peer_tests, NULL, NULL);
+  }
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
