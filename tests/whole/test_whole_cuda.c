@@ -191,7 +191,7 @@ static void test_hooked_transport(void **state) {
 
 static void body_files(wb_ctx *c, void *p) {
   (void)p;
-  wc_files(c);
+  wc_files(c, "local");
 }
 
 static void test_files(void **state) {

@@ -42,7 +42,7 @@ set_tests_properties(header_cxx_dao_whole_mpi_h PROPERTIES
   ENVIRONMENT "CPLUS_INCLUDE_PATH=${_dao_mpi_include_path}")
 
 dao_add_test_executable(test_whole_mpi whole/test_whole_mpi.c)
-target_link_libraries(test_whole_mpi PRIVATE dao_mpi)
+target_link_libraries(test_whole_mpi PRIVATE dao_mpi ${CMAKE_DL_LIBS})
 
 # DAO_MPIEXEC_EXTRA_FLAGS and DAO_MPIEXEC_ENV come from src/whole/find_mpi.cmake.
 # Open MPI's own MPI_Init and MPI_Finalize leak about 120 KB (a program that
@@ -67,6 +67,22 @@ dao_mpi_test(test_whole_mpi 4)
 # 3: uneven halves in test_split (2 ranks and 1); 1: a world of one.
 dao_mpi_test(test_whole_mpi_3 3)
 dao_mpi_test(test_whole_mpi_1 1)
+
+# The same program on CUDA devices of the fake driver (two per process, so
+# that processes share a device number too): chunked and distributed memory
+# between processes through CUDA IPC.
+if(TARGET dao_fake_cuda)
+  add_dependencies(test_whole_mpi dao_fake_cuda)
+  foreach(_ranks 4 3)
+    add_test(NAME test_whole_mpi_cuda_${_ranks}
+      COMMAND ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} ${_ranks} ${DAO_MPIEXEC_EXTRA_FLAGS}
+              ${MPIEXEC_PREFLAGS} $<TARGET_FILE:test_whole_mpi> ${MPIEXEC_POSTFLAGS} cuda)
+    set_tests_properties(test_whole_mpi_cuda_${_ranks} PROPERTIES
+      ENVIRONMENT "DAO_CUDA_LIBRARY=$<TARGET_FILE:dao_fake_cuda>;FAKE_CUDA_DEVICES=2;FAKE_CUDA_CAPACITY=67108864;FAKE_CUDA_HIDDEN=1;${DAO_MPIEXEC_ENV};${_dao_mpi_sanitizer_env}"
+      LABELS "mpi;cuda"
+      TIMEOUT 600)
+  endforeach()
+endif()
 
 # One rank out of host memory at its k-th C++ allocation, for every k, over
 # the collective calls (issue 20, defect 11): every rank agrees on the

@@ -193,8 +193,9 @@ static int wc_all_shapes(wb_ctx *c, dao_whole_type type) {
 }
 
 /* Store, then load into an object of the other type: through host buffers,
- * since the host cannot address the parts. */
-static void wc_files(wb_ctx *c) {
+ * since the host cannot address the parts. `tag` tells apart the files of
+ * groups that run at once. */
+static void wc_files(wb_ctx *c, const char *tag) {
   char path[512];
   const size_t entries = 3001, entry_size = 24;
   dao_whole_desc d = wb_desc(DAO_WHOLE_DISTRIBUTED, DAO_WHOLE_DEVICE, entries, entry_size);
@@ -205,7 +206,7 @@ static void wc_files(wb_ctx *c) {
   unsigned char *host;
   int64_t *idx;
   size_t i;
-  snprintf(path, sizeof path, "%s-cuda.bin", c->file_prefix);
+  snprintf(path, sizeof path, "%s-cuda-%s.bin", c->file_prefix, tag);
   WB_OK(c, dao_comm_rank_place(c->comm, c->rank, &place));
   host = (unsigned char *)malloc(entries * entry_size);
   idx = (int64_t *)malloc(entries * sizeof *idx);
