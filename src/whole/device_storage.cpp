@@ -89,14 +89,15 @@ class device_storage final : public storage {
     }
   }
 
-  // Between processes: this rank's record (its part exported).
-  part_record describe(std::size_t bytes) {
+  // Between processes: this rank's record (its part exported when a rank
+  // of another process will map it).
+  part_record describe(std::size_t bytes, bool exported) {
     part_record mine;
     std::memset(&mine, 0, sizeof mine);
     mine.process = static_cast<std::uint64_t>(::getpid());
     mine.address = reinterpret_cast<std::uintptr_t>(own_);
     mine.bytes = bytes;
-    if (bytes != 0) resource_for(place_).export_memory(own_, bytes, mine.exported);
+    if (bytes != 0 && exported) resource_for(place_).export_memory(own_, bytes, mine.exported);
     return mine;
   }
 
@@ -197,8 +198,18 @@ std::unique_ptr<storage> make_device_storage(communicator& comm, int type, int l
       agree_on_outcome(t, fn, capture([&] { out->enable_peers(comm); }));
     return out;
   }
+  // Which ranks are other processes: a part that only ranks of its own
+  // process use (a transport over threads) is not exported.
+  std::vector<std::uint64_t> processes;
+  agree_on_outcome(t, fn,
+                   capture([&] { processes.resize(static_cast<std::size_t>(comm.size())); }));
+  const auto process = static_cast<std::uint64_t>(::getpid());
+  t.allgather(&process, sizeof process, processes.data());
+  bool other_process = false;
+  for (std::uint64_t p : processes)
+    if (p != process) other_process = true;
   part_record mine{};
-  agree_on_outcome(t, fn, capture([&] { mine = out->describe(bytes); }));
+  agree_on_outcome(t, fn, capture([&] { mine = out->describe(bytes, other_process); }));
   out->trade(mine);
   const outcome imported = capture([&] { out->import_all(); });
   const outcome agreed = capture([&] { agree_on_outcome(t, fn, imported); });
