@@ -323,6 +323,31 @@ class cuda_resource final : public system_resource {
                                   peer.device_, driver_.error_text(r).c_str()));
   }
 
+  // Memory map() mapped is readable and writable by this device only; a
+  // range over several devices (continuous whole memory) needs the others
+  // too, which takes peer access between the two devices.
+  void grant_access(void* addr, std::size_t bytes, system_resource& other) override {
+    if (&other == this) return;
+    auto* peer = dynamic_cast<cuda_resource*>(&other);
+    if (kind_ != cuda_memory::device || peer == nullptr || peer->kind_ != cuda_memory::device)
+      return system_resource::grant_access(addr, bytes, other);
+    if (peer->device_ == device_ || bytes == 0) return;
+    std::string why;
+    if (!peer->can_access_peer(*this, why)) throw unsupported(why);
+    cuda_context_scope scope(driver_, driver_.primary_context(device_));
+    check_pushed(scope);
+    CUmemAccessDesc access{};
+    access.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    access.location.id = peer->device_;
+    access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+    const CUresult r = driver_.api().mem_set_access(to_device(addr), bytes, &access, 1);
+    if (r != CUDA_SUCCESS) {
+      throw backend_error(strprintf("%s: cuMemSetAccess(%s at %p, for cuda:%d) failed: %s",
+                                    name().c_str(), format_bytes(bytes).c_str(), addr,
+                                    peer->device_, driver_.error_text(r).c_str()));
+    }
+  }
+
   // The IPC handle names the whole cuMemAlloc allocation that holds p (the
   // part may sit inside a larger one), so the record carries p's offset in
   // it, found with cuMemGetAddressRange.

@@ -21,6 +21,13 @@ void system_resource::enable_peer_access(system_resource& other) {
   if (!can_access_peer(other, why)) throw unsupported(why);
 }
 
+void system_resource::grant_access(void*, std::size_t, system_resource& other) {
+  if (&other == this) return;
+  throw unsupported(strprintf("%s: memory of this place cannot be mapped for %s",
+                              place_to_string(place()).c_str(),
+                              place_to_string(other.place()).c_str()));
+}
+
 void system_resource::export_memory(void*, std::size_t, exported_memory&) {
   throw unsupported(strprintf("%s: memory of this place cannot be exported to another process",
                               place_to_string(place()).c_str()));

@@ -64,6 +64,12 @@ class system_resource : public memory_source {
   // the process. Throws unsupported when can_access_peer() is false,
   // backend_error when the driver fails.
   virtual void enable_peer_access(system_resource& other);
+  // Lets `other`'s device read and write [addr, addr + bytes), which map()
+  // of this resource mapped (CUDA: cuMemSetAccess for other's device; the
+  // device of map() itself has access already). Throws unsupported where
+  // the place cannot (the default, except for `other` == this),
+  // backend_error when the driver fails.
+  virtual void grant_access(void* addr, std::size_t bytes, system_resource& other);
   // Names [p, p + bytes), memory this resource allocated, for another
   // process of the node (CUDA: cuIpcGetMemHandle of the allocation holding
   // p, and p's offset in it). Throws unsupported where the place cannot

@@ -19,11 +19,12 @@ bool host_accessible_kind(int kind) noexcept {
 // Places whose memory can be mapped page by page into one reserved range.
 bool mappable_kind(int kind) noexcept { return kind == DAO_PLACE_CPU || kind == DAO_PLACE_SIM; }
 
-// Parts on CUDA devices (device_storage.cpp): chunked and distributed, in
-// one process or between the processes of one node (CUDA IPC); chunked
-// needs peer access between every two devices in one process. Throws
-// unsupported saying why and what would work; nothing when no rank's place
-// is a CUDA device.
+// Parts on CUDA devices: chunked and distributed (device_storage.cpp) in
+// one process or between the processes of one node (CUDA IPC); continuous
+// (continuous_storage.cpp, the driver's virtual memory management) in one
+// process only. In one process, chunked and continuous memory need peer
+// access between every two of the devices. Throws unsupported saying why
+// and what would work; nothing when no rank's place is a CUDA device.
 void check_cuda_devices(const communicator& comm, int type) {
   int cuda = -1, other = -1;
   for (int r = 0; r < comm.size(); ++r) {
@@ -43,14 +44,26 @@ void check_cuda_devices(const communicator& comm, int type) {
         type_name(type), cuda, place_to_string(comm.place(cuda)).c_str(), other,
         place_to_string(comm.place(other)).c_str()));
   }
-  if (type == DAO_WHOLE_CONTINUOUS) {
+  if (type == DAO_WHOLE_CONTINUOUS && !t.shares_address_space()) {
     throw unsupported(strprintf(
-        "continuous device memory on CUDA devices (rank %d's part would be on %s) needs one range "
-        "of addresses over every rank's device (the driver's virtual memory management, exported "
-        "between processes), which this version of libdao does not build; use chunked "
-        "(DAO_WHOLE_CHUNKED: every part addressable, each as its own range) or distributed "
-        "(DAO_WHOLE_DISTRIBUTED), or location host",
+        "continuous device memory on CUDA devices between processes (rank %d's part would be on "
+        "%s) needs one range of addresses over every process's device (the driver's virtual "
+        "memory management with memory exported as file descriptors), which this version of "
+        "libdao does not build; use chunked (DAO_WHOLE_CHUNKED: every part addressable through "
+        "CUDA IPC, each as its own range) or distributed (DAO_WHOLE_DISTRIBUTED), or location "
+        "host",
         cuda, place_to_string(comm.place(cuda)).c_str()));
+  }
+  if (type == DAO_WHOLE_CONTINUOUS) {
+    for (int r = 0; r < comm.size(); ++r) {
+      if (resource_for(comm.place(r)).map_granularity() != 0) continue;
+      throw unsupported(strprintf(
+          "continuous device memory on CUDA devices maps every rank's part into one range of "
+          "addresses with the driver's virtual memory management, which rank %d's %s does not "
+          "offer (CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, or a driver older "
+          "than CUDA 10.2); use chunked (DAO_WHOLE_CHUNKED)",
+          r, place_to_string(comm.place(r)).c_str()));
+    }
   }
   if (!t.shares_address_space()) {
     if (!t.shares_host_memory()) {
@@ -63,18 +76,18 @@ void check_cuda_devices(const communicator& comm, int type) {
     }
     return;  // the driver's IPC answers at create, on every rank alike
   }
-  if (type != DAO_WHOLE_CHUNKED) return;
+  if (type == DAO_WHOLE_DISTRIBUTED) return;
   for (int r = 0; r < comm.size(); ++r) {
     system_resource& from = resource_for(comm.place(r));
     for (int q = 0; q < comm.size(); ++q) {
       std::string why;
       if (q == r || from.can_access_peer(resource_for(comm.place(q)), why)) continue;
       throw unsupported(strprintf(
-          "chunked device memory: rank %d (%s) could not address rank %d's part (%s): %s; use "
+          "%s device memory: rank %d (%s) could not address rank %d's part (%s): %s; use "
           "distributed (DAO_WHOLE_DISTRIBUTED), whose gather and scatter copy through the driver "
           "without peer access, or location host (DAO_WHOLE_HOST)",
-          r, place_to_string(comm.place(r)).c_str(), q, place_to_string(comm.place(q)).c_str(),
-          why.c_str()));
+          type_name(type), r, place_to_string(comm.place(r)).c_str(), q,
+          place_to_string(comm.place(q)).c_str(), why.c_str()));
     }
   }
 }

@@ -245,17 +245,30 @@ static struct allocation *allocation_holding(uintptr_t p, size_t bytes) {
   return NULL;
 }
 
-/* Where the host reaches [p, p + bytes): the shadow of hidden memory, else
-   p itself; NULL when p is in hidden memory but the range leaves it. */
-static void *host_view(uintptr_t p, size_t bytes) {
+/* Hidden memory mapped with cuMemMap that holds p: its shadow for p, and
+   in *avail the bytes from p to the mapping's end; NULL when none. The
+   caller holds fake_lock. (Defined with the virtual memory functions.) */
+static void *mapped_view(uintptr_t p, size_t *avail);
+
+/* Where the host reaches p: the shadow of hidden memory, with in *avail the
+   bytes from p to the end of that memory (a copy may go on into the next
+   mapping, as device addresses do), else p itself and SIZE_MAX. */
+static void *host_view(uintptr_t p, size_t *avail) {
   struct allocation *a;
   void *out = (void *)p;
+  *avail = SIZE_MAX;
   pthread_mutex_lock(&fake_lock);
   for (a = fake_live; a != NULL; a = a->next) {
     uintptr_t base = (uintptr_t)a->p;
     if (a->shadow == NULL || p < base || p - base >= a->bytes) continue;
-    out = bytes <= a->bytes - (p - base) ? (char *)a->shadow + (p - base) : NULL;
-    break;
+    out = (char *)a->shadow + (p - base);
+    *avail = a->bytes - (p - base);
+    pthread_mutex_unlock(&fake_lock);
+    return out;
+  }
+  {
+    void *m = mapped_view(p, avail);
+    if (m != NULL) out = m;
   }
   pthread_mutex_unlock(&fake_lock);
   return out;
@@ -514,6 +527,7 @@ struct mapping {
   uintptr_t base;
   size_t bytes;
   struct handle *handle;
+  void *shadow; /* hidden memory (FAKE_CUDA_HIDDEN): the bytes, else NULL */
   struct mapping *next;
 };
 
@@ -718,6 +732,25 @@ CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAlloc
     pthread_mutex_unlock(&fake_lock);
     return result != CUDA_SUCCESS ? result : CUDA_ERROR_OUT_OF_MEMORY;
   }
+  m->shadow = NULL;
+  if (fake_hidden) {
+    /* The addresses stay PROT_NONE over a memfd; the bytes are reached at
+       the shadow, a second mapping of it. */
+    int fd = memfd_create("fake-cuda-vmm", MFD_CLOEXEC);
+    void *shadow = MAP_FAILED;
+    if (fd >= 0 && ftruncate(fd, (off_t)size) == 0 &&
+        mmap((void *)base, size, PROT_NONE, MAP_SHARED | MAP_FIXED, fd, 0) != MAP_FAILED)
+      shadow = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (fd >= 0) close(fd);
+    if (shadow == MAP_FAILED) {
+      mmap((void *)base, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED,
+           -1, 0);
+      pthread_mutex_unlock(&fake_lock);
+      free(m);
+      return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    m->shadow = shadow;
+  }
   m->base = base;
   m->bytes = size;
   m->handle = h;
@@ -749,8 +782,14 @@ CUresult cuMemUnmap(CUdeviceptr ptr, size_t size) {
   --fake_live_mappings;
   /* The memory is gone: the next mapping there starts from zeros, and a
      stray access faults. */
-  madvise((void *)m->base, m->bytes, MADV_DONTNEED);
-  mprotect((void *)m->base, m->bytes, PROT_NONE);
+  if (m->shadow != NULL) {
+    munmap(m->shadow, m->bytes);
+    mmap((void *)m->base, m->bytes, PROT_NONE,
+         MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
+  } else {
+    madvise((void *)m->base, m->bytes, MADV_DONTNEED);
+    mprotect((void *)m->base, m->bytes, PROT_NONE);
+  }
   --m->handle->mappings;
   handle_maybe_free(m->handle);
   pthread_mutex_unlock(&fake_lock);
@@ -786,13 +825,38 @@ CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc *des
       pthread_mutex_unlock(&fake_lock);
       return CUDA_ERROR_INVALID_VALUE;
     }
+    /* Another device reaches this memory only over a peer path. */
+    for (i = 0; i < count; ++i) {
+      if (desc[i].location.id != m->handle->device && fake_no_peer) {
+        pthread_mutex_unlock(&fake_lock);
+        return CUDA_ERROR_INVALID_DEVICE;
+      }
+    }
     cursor += m->bytes;
   }
-  if (!injected_failure("cuMemSetAccess", &result) &&
+  if (!injected_failure("cuMemSetAccess", &result) && !fake_hidden &&
       mprotect((void *)(uintptr_t)ptr, size, prot) != 0)
     result = CUDA_ERROR_OUT_OF_MEMORY;
   pthread_mutex_unlock(&fake_lock);
   return result;
+}
+
+static void *mapped_view(uintptr_t p, size_t *avail) {
+  struct mapping *m;
+  for (m = fake_mappings; m != NULL; m = m->next) {
+    if (m->shadow == NULL || p < m->base || p - m->base >= m->bytes) continue;
+    *avail = m->bytes - (p - m->base);
+    return (char *)m->shadow + (p - m->base);
+  }
+  return NULL;
+}
+
+#else
+
+static void *mapped_view(uintptr_t p, size_t *avail) {
+  (void)p;
+  (void)avail;
+  return NULL;
 }
 
 #endif /* FAKE_CUDA_WITHOUT_VMM */
@@ -1082,13 +1146,24 @@ CUresult cuStreamWaitEvent(CUstream stream, CUevent event, unsigned int flags) {
 /* Unified addressing: the direction comes from the addresses; hidden
    device memory is reached through its shadow. */
 CUresult cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream stream) {
-  void *to, *from;
   if (bytes == 0) return CUDA_SUCCESS;
   if (dst == 0 || src == 0) return CUDA_ERROR_INVALID_VALUE;
-  to = host_view((uintptr_t)dst, bytes);
-  from = host_view((uintptr_t)src, bytes);
-  if (to == NULL || from == NULL) return CUDA_ERROR_INVALID_VALUE;
-  return submit(stream, FAKE_COPY, to, from, bytes, NULL, NULL, NULL);
+  /* A copy that crosses from one piece of hidden memory into the next
+     (adjacent mappings of a reserved range) goes as one copy per piece. */
+  while (bytes != 0) {
+    size_t to_avail, from_avail, n = bytes;
+    void *to = host_view((uintptr_t)dst, &to_avail);
+    void *from = host_view((uintptr_t)src, &from_avail);
+    CUresult r;
+    if (to_avail < n) n = to_avail;
+    if (from_avail < n) n = from_avail;
+    r = submit(stream, FAKE_COPY, to, from, n, NULL, NULL, NULL);
+    if (r != CUDA_SUCCESS) return r;
+    dst += n;
+    src += n;
+    bytes -= n;
+  }
+  return CUDA_SUCCESS;
 }
 
 /* ---- peer access, address ranges and interprocess memory ---- */

@@ -10,8 +10,10 @@
  * parts are exported as for CUDA IPC, and used directly in this process,
  * where the driver refuses to open its own handles).
  *
- * `test_whole_cuda no-peer` runs with FAKE_CUDA_NO_PEER=1: chunked memory
- * over two devices is refused and says why; distributed works.
+ * `test_whole_cuda no-peer` runs with FAKE_CUDA_NO_PEER=1: chunked and
+ * continuous memory over two devices are refused and say why; distributed
+ * works. `test_whole_cuda no-vmm` runs with FAKE_CUDA_NO_VMM=1: continuous
+ * memory is refused (no virtual memory management), the rest works.
  *
  * `test_whole_cuda driver` runs on the machine's driver (scripts/gpu-check.sh
  * on a real card): rank r on cuda:(r mod the device count), chunked memory
@@ -37,6 +39,7 @@
 
 static char file_prefix[256];
 static int no_peer;
+static int no_vmm;
 static int real_driver; /* `driver`: not the fake one */
 static int devices;
 
@@ -142,17 +145,34 @@ static dao_place device(int d) { return dao_place_cuda(d % devices); }
 /* --- bodies ---------------------------------------------------------------- */
 
 /* Every layout: chunked and distributed work (chunked over several devices
- * only with peer access), continuous is refused and points to chunked.
- * *p: whether chunked works, -1 when either answer is right (a real
- * machine's devices). */
+ * only with peer access); continuous works in one process where chunked
+ * does and the driver has virtual memory management, and is otherwise
+ * refused pointing to chunked. *p: whether chunked works, -1 when either
+ * answer is right (a real machine's devices). */
 static void body_layouts(wb_ctx *c, void *p) {
   int chunked_expected = *(const int *)p;
-  dao_whole_desc d = wb_desc(DAO_WHOLE_CONTINUOUS, DAO_WHOLE_DEVICE, 100, 16);
-  dao_whole *w = (dao_whole *)1;
-  WB_FAILS(c, dao_whole_supported(c->comm, DAO_WHOLE_CONTINUOUS, DAO_WHOLE_DEVICE),
-           DAO_ERR_UNSUPPORTED, "use chunked");
-  WB_FAILS(c, dao_whole_create(c->comm, &d, &w), DAO_ERR_UNSUPPORTED, "use chunked");
-  WB_CHECK(c, w == NULL);
+  dao_comm_info info;
+  memset(&info, 0, sizeof info);
+  info.struct_size = sizeof info;
+  WB_OK(c, dao_comm_get_info(c->comm, &info));
+  if (!info.shares_address_space || no_vmm) {
+    dao_whole_desc d = wb_desc(DAO_WHOLE_CONTINUOUS, DAO_WHOLE_DEVICE, 100, 16);
+    dao_whole *w = (dao_whole *)1;
+    const char *why =
+        no_vmm && info.shares_address_space ? "virtual memory management" : "between processes";
+    WB_FAILS(c, dao_whole_supported(c->comm, DAO_WHOLE_CONTINUOUS, DAO_WHOLE_DEVICE),
+             DAO_ERR_UNSUPPORTED, why);
+    WB_FAILS(c, dao_whole_create(c->comm, &d, &w), DAO_ERR_UNSUPPORTED, "use chunked");
+    WB_CHECK(c, w == NULL);
+  } else if (chunked_expected < 0) {
+    /* Either answer, the same as chunked memory's. */
+    const int ok = dao_whole_supported(c->comm, DAO_WHOLE_CHUNKED, DAO_WHOLE_DEVICE) == DAO_OK;
+    WB_CHECK(c, wc_all_shapes(c, DAO_WHOLE_CONTINUOUS) == ok);
+  } else {
+    WB_CHECKF(c, wc_all_shapes(c, DAO_WHOLE_CONTINUOUS) == chunked_expected,
+              "continuous on CUDA devices: supported %d, expected %d", !chunked_expected,
+              chunked_expected);
+  }
   if (chunked_expected < 0)
     chunked_expected = dao_whole_supported(c->comm, DAO_WHOLE_CHUNKED, DAO_WHOLE_DEVICE) == DAO_OK;
   WB_CHECKF(c, wc_all_shapes(c, DAO_WHOLE_CHUNKED) == chunked_expected,
@@ -224,7 +244,7 @@ static void body_out_of_memory(wb_ctx *c, void *p) {
   (void)p;
   WB_OK(c, dao_comm_rank_place(c->comm, c->rank, &mine));
   if (c->rank == 3) WB_OK(c, dao_alloc(mine, 48 * MIB, &filler));
-  for (t = DAO_WHOLE_CHUNKED; t <= DAO_WHOLE_DISTRIBUTED; ++t) {
+  for (t = DAO_WHOLE_CONTINUOUS; t <= DAO_WHOLE_DISTRIBUTED; ++t) {
     /* 4 x 24 MiB: fits on an empty 64 MiB device, not next to 48 MiB. */
     dao_whole_desc d = wb_desc((dao_whole_type)t, DAO_WHOLE_DEVICE, 96, MIB);
     dao_whole *w = (dao_whole *)1;
@@ -368,6 +388,10 @@ int main(int argc, char **argv) {
   if (!real_driver) find_fake_driver();
   if (argc > 1 && strcmp(argv[1], "no-peer") == 0) {
     no_peer = 1;
+    return cmocka_run_group_tests(no_peer_tests, NULL, NULL);
+  }
+  if (argc > 1 && strcmp(argv[1], "no-vmm") == 0) {
+    no_vmm = 1;
     return cmocka_run_group_tests(no_peer_tests, NULL, NULL);
   }
   return cmocka_run_group_tests(tests, NULL, NULL);

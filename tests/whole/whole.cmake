@@ -19,10 +19,13 @@ if(TARGET dao_fake_cuda)
       FAKE_CUDA_CAPACITY=67108864 FAKE_CUDA_HIDDEN=1)
   add_test(NAME test_whole_cuda COMMAND test_whole_cuda)
   add_test(NAME test_whole_cuda_no_peer COMMAND test_whole_cuda no-peer)
+  add_test(NAME test_whole_cuda_no_vmm COMMAND test_whole_cuda no-vmm)
   set_tests_properties(test_whole_cuda PROPERTIES ENVIRONMENT "${_dao_whole_cuda_env}")
   set_tests_properties(test_whole_cuda_no_peer PROPERTIES
                        ENVIRONMENT "${_dao_whole_cuda_env};FAKE_CUDA_NO_PEER=1")
-  set_tests_properties(test_whole_cuda test_whole_cuda_no_peer PROPERTIES
+  set_tests_properties(test_whole_cuda_no_vmm PROPERTIES
+                       ENVIRONMENT "${_dao_whole_cuda_env};FAKE_CUDA_NO_VMM=1")
+  set_tests_properties(test_whole_cuda test_whole_cuda_no_peer test_whole_cuda_no_vmm PROPERTIES
                        LABELS "unit;cuda" TIMEOUT 300)
 endif()
 

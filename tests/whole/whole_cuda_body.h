@@ -40,7 +40,8 @@ static void wc_expect(wb_ctx *c, const unsigned char *p, const int64_t *idx, siz
 
 /* One object on the ranks' CUDA devices, start to end: the part charged to
  * the device, filled by a driver copy; chunked parts read through their
- * pointers (driver copies from device addresses); gathers into host and
+ * pointers and continuous objects through their base (driver copies from
+ * device addresses); gathers into host and
  * device buffers, one-sided and collective; a bad scatter that changes
  * nothing; scatters; every entry gathered again; the memory given back at
  * destroy. Returns 0 when the type is refused here (with the same status
@@ -53,7 +54,7 @@ static int wc_roundtrip(wb_ctx *c, dao_whole_type type, size_t entries, size_t e
   dao_whole_range mine;
   dao_place place;
   void *local = NULL, *dev = NULL;
-  size_t used0 = 0, used1 = 0, used2 = 0, count, i, n = 0;
+  size_t used0 = 0, used1 = 0, used2 = 0, free0 = 0, free1 = 0, free2 = 0, count, i, n = 0;
   uint64_t rng = seed * 7919u + (uint64_t)c->rank * 104729u + 1u;
   unsigned char *host, *buf;
   int64_t *idx;
@@ -65,9 +66,18 @@ static int wc_roundtrip(wb_ctx *c, dao_whole_type type, size_t entries, size_t e
     WB_CHECK(c, w == NULL);
     return 0;
   }
+  /* A device buffer for gathers and scatters, allocated before the device's
+   * free memory is read (the caching allocator may keep its segment). */
+  count = 2 * entries + 5;
+  WB_OK(c, dao_alloc(place, count * entry_size, &dev));
+  WB_OK(c, dao_comm_barrier(c->comm)); /* ranks may share a device */
   WB_OK(c, dao_used_internal(place, &used0));
+  WB_OK(c, dao_place_memory_info(place, &free0, NULL));
   WB_OK(c, dao_comm_barrier(c->comm));
-  if (!WB_OK(c, dao_whole_create(c->comm, &d, &w))) return 1;
+  if (!WB_OK(c, dao_whole_create(c->comm, &d, &w))) {
+    if (dev != NULL) WB_OK(c, dao_free(place, dev));
+    return 1;
+  }
   memset(&info, 0, sizeof info);
   info.struct_size = sizeof info;
   WB_OK(c, dao_whole_get_info(w, &info));
@@ -76,16 +86,26 @@ static int wc_roundtrip(wb_ctx *c, dao_whole_type type, size_t entries, size_t e
   mine.struct_size = sizeof mine;
   WB_OK(c, dao_whole_get_local(w, &local, &mine));
   WB_CHECK(c, mine.entry_count == 0 || local != NULL);
-  /* The part is on the device, from its allocator for libdao's own memory. */
+  /* The part is on the device: from its allocator for libdao's own memory,
+   * or (continuous) mapped from the device in whole granules, the first of
+   * them by rank 0, which owns byte 0. */
   WB_OK(c, dao_used_internal(place, &used1));
-  WB_CHECKF(c, used1 - used0 >= mine.byte_size, "cuda:%d holds %zu more bytes, the part is %zu",
-            place.device, used1 - used0, mine.byte_size);
-  {
+  WB_OK(c, dao_place_memory_info(place, &free1, NULL));
+  if (type != DAO_WHOLE_CONTINUOUS)
+    WB_CHECKF(c, used1 - used0 >= mine.byte_size, "cuda:%d holds %zu more bytes, the part is %zu",
+              place.device, used1 - used0, mine.byte_size);
+  else if (c->rank == 0)
+    WB_CHECKF(c, free0 - free1 >= mine.byte_size, "cuda:%d: %zu bytes mapped, the part is %zu",
+              place.device, free0 - free1, mine.byte_size);
+  if (type == DAO_WHOLE_CONTINUOUS) {
+    void *base = NULL;
+    WB_OK(c, dao_whole_get_base(w, &base));
+    WB_CHECK(c, base != NULL && (char *)local == (char *)base + mine.byte_offset);
+  } else {
     void *base = (void *)1;
     WB_FAILS(c, dao_whole_get_base(w, &base), DAO_ERR_UNSUPPORTED, "single range");
   }
 
-  count = 2 * entries + 5;
   host = (unsigned char *)malloc(count * entry_size);
   buf = (unsigned char *)malloc(count * entry_size);
   idx = (int64_t *)malloc(count * sizeof *idx);
@@ -95,6 +115,7 @@ static int wc_roundtrip(wb_ctx *c, dao_whole_type type, size_t entries, size_t e
     free(buf);
     free(idx);
     WB_OK(c, dao_whole_destroy(w));
+    if (dev != NULL) WB_OK(c, dao_free(place, dev));
     return 1;
   }
   /* Fill this rank's part with a driver copy. */
@@ -119,12 +140,21 @@ static int wc_roundtrip(wb_ctx *c, dao_whole_type type, size_t entries, size_t e
                 "read through a rank pointer");
   }
 
+  /* Continuous: every entry at base + i * entry_size, in one copy. */
+  if (type == DAO_WHOLE_CONTINUOUS) {
+    void *base = NULL;
+    if (WB_OK(c, dao_whole_get_base(w, &base)) &&
+        wc_copy(c, place, buf, base, entries * entry_size))
+      wc_expect(c, buf, NULL, 0, entries, entry_size, wb_gen_initial, seed,
+                "read through the base");
+  }
+
   /* Gathers into host memory, one-sided and collective, and into device
    * memory of this rank's place. */
   for (i = 0; i < count; ++i) idx[i] = (int64_t)(wb_rand(&rng) % entries);
   wb_gather_check(c, w, idx, count, entry_size, wb_gen_initial, seed);
   wb_gather_collective_check(c, w, idx, count - (size_t)c->rank, entry_size, wb_gen_initial, seed);
-  if (WB_OK(c, dao_alloc(place, count * entry_size, &dev))) {
+  if (dev != NULL) {
     memset(buf, 0, count * entry_size);
     if (WB_OK(c, dao_whole_gather(w, idx, count, dev)) &&
         wc_copy(c, place, buf, dev, count * entry_size))
@@ -166,7 +196,6 @@ static int wc_roundtrip(wb_ctx *c, dao_whole_type type, size_t entries, size_t e
   if (wc_copy(c, place, buf, local, mine.byte_size))
     wc_expect(c, buf, NULL, mine.first_entry, mine.entry_count, entry_size, wb_gen_after_scatter,
               seed, "local part after the scatter");
-  if (dev != NULL) WB_OK(c, dao_free(place, dev));
   free(host);
   free(buf);
   free(idx);
@@ -176,8 +205,13 @@ static int wc_roundtrip(wb_ctx *c, dao_whole_type type, size_t entries, size_t e
    * share a device). */
   WB_OK(c, dao_comm_barrier(c->comm));
   WB_OK(c, dao_used_internal(place, &used2));
+  WB_OK(c, dao_place_memory_info(place, &free2, NULL));
   WB_CHECKF(c, used2 == used0, "cuda:%d: %zu bytes still allocated after destroy", place.device,
             used2 - used0);
+  WB_CHECKF(c, free2 == free0, "cuda:%d: %zu bytes still taken after destroy", place.device,
+            free0 - free2);
+  WB_OK(c, dao_comm_barrier(c->comm));
+  if (dev != NULL) WB_OK(c, dao_free(place, dev));
   return 1;
 }
 
