@@ -291,9 +291,11 @@ DAO_API const char *dao_whole_location_name(dao_whole_location location);
  * (every rank on one) chunked and distributed memory are built: in one
  * process over any devices (chunked only where every two of them have peer
  * access, cuDeviceCanAccessPeer), between processes when all ranks are on
- * one node (CUDA IPC); continuous memory in one process only, where every
- * device has virtual memory management and every two have peer access (the
- * message points to chunked otherwise); no device memory across nodes.
+ * one node (CUDA IPC); continuous memory where every device has virtual
+ * memory management and every two have peer access (the message points to
+ * chunked otherwise): in one process this is asked here, between processes
+ * each rank's driver answers at dao_whole_create() (every rank alike). No
+ * device memory across nodes.
  *
  * @param[in] comm     The handle.
  * @param[in] type     The type.

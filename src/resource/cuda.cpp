@@ -1,7 +1,11 @@
 // The CUDA backends: device memory, pinned host memory and managed memory,
 // each allocated in a device's primary context through the driver API that
 // cuda_driver loads at run time.
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <atomic>
+#include <cerrno>
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -348,6 +352,103 @@ class cuda_resource final : public system_resource {
     }
   }
 
+  // Virtual memory for other processes: one cuMemCreate with a POSIX file
+  // descriptor as its shareable handle, mapped here like map() does; the
+  // descriptor stays open until end_export(), for the importers to copy it
+  // (pidfd_getfd: a descriptor means nothing in another process).
+  void map_exportable(void* addr, std::size_t bytes, exported_memory& out) override {
+    const CUdeviceptr base = check_shareable(addr, bytes);
+    cuda_context_scope scope(driver_, driver_.primary_context(device_));
+    check_pushed(scope);
+    const cuda_driver_api& api = driver_.api();
+    CUmemAllocationProp prop = allocation_prop();
+    prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+    CUmemGenericAllocationHandle handle = 0;
+    CUresult r = api.mem_create(&handle, bytes, &prop, 0);
+    if (r == CUDA_ERROR_OUT_OF_MEMORY)
+      throw out_of_memory(oom_message(bytes, "map", "cuMemCreate"));
+    if (r != CUDA_SUCCESS) {
+      throw backend_error(strprintf("%s: cuMemCreate(%s, exportable) failed: %s", name().c_str(),
+                                    format_bytes(bytes).c_str(), driver_.error_text(r).c_str()));
+    }
+    int fd = -1;
+    r = api.mem_export_to_shareable_handle(&fd, handle, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
+                                           0);
+    if (r != CUDA_SUCCESS) {
+      api.mem_release(handle);
+      throw backend_error(strprintf("%s: cuMemExportToShareableHandle failed: %s", name().c_str(),
+                                    driver_.error_text(r).c_str()));
+    }
+    try {
+      map_handle(base, bytes, handle, "exported");
+    } catch (...) {
+      ::close(fd);
+      throw;
+    }
+    fd_record rec{};
+    rec.process = static_cast<std::uint64_t>(::getpid());
+    rec.fd = fd;
+    rec.bytes = bytes;
+    std::memset(out.bytes, 0, sizeof out.bytes);
+    std::memcpy(out.bytes, &rec, sizeof rec);
+  }
+
+  void map_imported(void* addr, std::size_t bytes, const exported_memory& in) override {
+    const CUdeviceptr base = check_shareable(addr, bytes);
+    fd_record rec{};
+    std::memcpy(&rec, in.bytes, sizeof rec);
+    if (rec.bytes != bytes) {
+      throw backend_error(strprintf("%s: the exported memory has %llu bytes, %zu expected",
+                                    name().c_str(), static_cast<unsigned long long>(rec.bytes),
+                                    bytes));
+    }
+    // A copy of the exporter's descriptor (Linux 5.6 and later; the same
+    // permission as tracing the process: one user, one node).
+    const int pidfd =
+        static_cast<int>(::syscall(SYS_pidfd_open, static_cast<pid_t>(rec.process), 0));
+    int fd = -1;
+    int err = 0;
+    if (pidfd >= 0) {
+      fd = static_cast<int>(::syscall(SYS_pidfd_getfd, pidfd, rec.fd, 0));
+      if (fd < 0) err = errno;
+      ::close(pidfd);
+    } else {
+      err = errno;
+    }
+    if (fd < 0) {
+      throw backend_error(strprintf(
+          "%s: cannot take process %llu's descriptor %d of its device memory (%s: %s); mapping "
+          "another process's memory needs Linux 5.6 or later, both processes on this node and "
+          "permission to trace it",
+          name().c_str(), static_cast<unsigned long long>(rec.process), rec.fd,
+          pidfd < 0 ? "pidfd_open" : "pidfd_getfd", std::strerror(err)));
+    }
+    cuda_context_scope scope(driver_, driver_.primary_context(device_));
+    if (scope.status() != CUDA_SUCCESS) ::close(fd);
+    check_pushed(scope);
+    const cuda_driver_api& api = driver_.api();
+    CUmemGenericAllocationHandle handle = 0;
+    const CUresult r = api.mem_import_from_shareable_handle(
+        &handle, reinterpret_cast<void*>(static_cast<std::uintptr_t>(fd)),
+        CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+    ::close(fd);
+    if (r != CUDA_SUCCESS) {
+      throw backend_error(strprintf("%s: cuMemImportFromShareableHandle (process %llu) failed: %s",
+                                    name().c_str(), static_cast<unsigned long long>(rec.process),
+                                    driver_.error_text(r).c_str()));
+    }
+    map_handle(base, bytes, handle, "imported");
+  }
+
+  void end_export(exported_memory& out) noexcept override {
+    fd_record rec{};
+    std::memcpy(&rec, out.bytes, sizeof rec);
+    if (rec.fd < 0 || rec.process != static_cast<std::uint64_t>(::getpid())) return;
+    ::close(rec.fd);
+    rec.fd = -1;
+    std::memcpy(out.bytes, &rec, sizeof rec);
+  }
+
   // The IPC handle names the whole cuMemAlloc allocation that holds p (the
   // part may sit inside a larger one), so the record carries p's offset in
   // it, found with cuMemGetAddressRange.
@@ -427,6 +528,72 @@ class cuda_resource final : public system_resource {
 
  private:
   static constexpr std::size_t kGranularityUnknown = ~std::size_t(0);
+
+  // What map_exportable() puts into an exported_memory record.
+  struct fd_record {
+    std::uint64_t process;  // getpid() of the exporter
+    std::int32_t fd;        // its descriptor of the memory, -1 once closed
+    std::uint64_t bytes;
+  };
+  static_assert(sizeof(fd_record) <= sizeof(exported_memory::bytes), "exported_memory too small");
+
+  // Checks what map_exportable() and map_imported() are given; the device
+  // address of addr.
+  CUdeviceptr check_shareable(void* addr, std::size_t bytes) const {
+    const std::size_t g = map_granularity();
+    const cuda_driver_api& api = driver_.api();
+    if (kind_ != cuda_memory::device || g == 0 || !api.has_shareable_handles()) {
+      throw unsupported(strprintf("%s: the driver (%s) cannot share virtual memory between "
+                                  "processes (cuMemExportToShareableHandle)",
+                                  name().c_str(), driver_.library().c_str()));
+    }
+    CUdevice dev = 0;
+    int supported = 0;
+    if (api.device_get(&dev, device_) != CUDA_SUCCESS ||
+        api.device_get_attribute(&supported,
+                                 CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED,
+                                 dev) != CUDA_SUCCESS ||
+        supported == 0) {
+      throw unsupported(
+          strprintf("%s cannot export memory as a POSIX file descriptor "
+                    "(CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED)",
+                    name().c_str()));
+    }
+    const CUdeviceptr base = to_device(addr);
+    if (bytes == 0 || base % g != 0 || bytes % g != 0) {
+      throw invalid_argument(strprintf("%s: cannot map %zu bytes at %p: not aligned to the "
+                                       "granularity (%s)",
+                                       name().c_str(), bytes, addr, format_bytes(g).c_str()));
+    }
+    return base;
+  }
+
+  // Maps `handle` at [base, base + bytes) for this device and releases the
+  // handle (the mapping keeps the memory); the context is current. Maps
+  // nothing on failure.
+  void map_handle(CUdeviceptr base, std::size_t bytes, CUmemGenericAllocationHandle handle,
+                  const char* what) const {
+    const cuda_driver_api& api = driver_.api();
+    CUresult r = api.mem_map(base, bytes, 0, handle, 0);
+    api.mem_release(handle);
+    const char* call = "cuMemMap";
+    if (r == CUDA_SUCCESS) {
+      CUmemAccessDesc access{};
+      access.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+      access.location.id = device_;
+      access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+      r = api.mem_set_access(base, bytes, &access, 1);
+      if (r == CUDA_SUCCESS) return;
+      call = "cuMemSetAccess";
+      api.mem_unmap(base, bytes);
+    }
+    throw backend_error(strprintf(
+        "%s: %s failed while mapping %s of %s memory at %p: %s%s", name().c_str(), call,
+        format_bytes(bytes).c_str(), what, to_pointer(base), driver_.error_text(r).c_str(),
+        std::strcmp(what, "imported") == 0 && std::strcmp(call, "cuMemSetAccess") == 0
+            ? " (this device may have no peer access to the exporting process's device)"
+            : ""));
+  }
 
   // What export_memory() puts into an exported_memory record.
   struct ipc_record {

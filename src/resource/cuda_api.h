@@ -70,7 +70,8 @@ typedef unsigned long long CUmemGenericAllocationHandle; /* _v1 */
 /** Device attributes (cuDeviceGetAttribute): only the ones libdao asks. */
 typedef enum CUdevice_attribute_enum {
   CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING = 41,
-  CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED = 102
+  CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED = 102,
+  CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED = 103
 } CUdevice_attribute;
 
 /* --- Interprocess memory (CUDA IPC; Linux, devices with unified addressing) --- */
@@ -115,7 +116,10 @@ typedef enum CUmemAttach_flags_enum {
 /* --- Virtual memory management (CUDA 10.2 and later) --- */
 
 typedef enum CUmemAllocationHandleType_enum {
-  CU_MEM_HANDLE_TYPE_NONE = 0x0
+  CU_MEM_HANDLE_TYPE_NONE = 0x0,
+  /* An int file descriptor (cuMemExportToShareableHandle): the memory of
+     one cuMemCreate, for another process of the node. */
+  CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR = 0x1
 } CUmemAllocationHandleType;
 
 typedef enum CUmemAccess_flags_enum {
@@ -209,6 +213,11 @@ CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAlloc
                   unsigned long long flags);
 CUresult cuMemUnmap(CUdeviceptr ptr, size_t size);
 CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc *desc, size_t count);
+CUresult cuMemExportToShareableHandle(void *shareableHandle, CUmemGenericAllocationHandle handle,
+                                      CUmemAllocationHandleType handleType,
+                                      unsigned long long flags);
+CUresult cuMemImportFromShareableHandle(CUmemGenericAllocationHandle *handle, void *osHandle,
+                                        CUmemAllocationHandleType shHandleType);
 /* Peer access and interprocess memory (partitioned memory on devices). */
 CUresult cuMemGetAddressRange_v2(CUdeviceptr *pbase, size_t *psize, CUdeviceptr dptr);
 CUresult cuDeviceCanAccessPeer(int *canAccessPeer, CUdevice dev, CUdevice peerDev);

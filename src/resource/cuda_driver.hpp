@@ -93,6 +93,19 @@ struct cuda_driver_api {
                                   unsigned int flags) = nullptr;
   CUresult (*ipc_close_mem_handle)(CUdeviceptr ptr) = nullptr;
 
+  // Optional: virtual memory exported to other processes as POSIX file
+  // descriptors (continuous whole memory between processes).
+  CUresult (*mem_export_to_shareable_handle)(void* shareable, CUmemGenericAllocationHandle handle,
+                                             CUmemAllocationHandleType type,
+                                             unsigned long long flags) = nullptr;
+  CUresult (*mem_import_from_shareable_handle)(CUmemGenericAllocationHandle* handle,
+                                               void* os_handle,
+                                               CUmemAllocationHandleType type) = nullptr;
+  bool has_shareable_handles() const noexcept {
+    return has_virtual_memory() && mem_export_to_shareable_handle != nullptr &&
+           mem_import_from_shareable_handle != nullptr;
+  }
+
   bool has_peer_access() const noexcept {
     return device_can_access_peer != nullptr && ctx_enable_peer_access != nullptr;
   }

@@ -28,6 +28,18 @@ void system_resource::grant_access(void*, std::size_t, system_resource& other) {
                               place_to_string(other.place()).c_str()));
 }
 
+void system_resource::map_exportable(void*, std::size_t, exported_memory&) {
+  throw unsupported(strprintf("%s: memory of this place cannot be mapped by another process",
+                              place_to_string(place()).c_str()));
+}
+
+void system_resource::map_imported(void*, std::size_t, const exported_memory&) {
+  throw unsupported(strprintf("%s: memory of another process cannot be mapped here",
+                              place_to_string(place()).c_str()));
+}
+
+void system_resource::end_export(exported_memory&) noexcept {}
+
 void system_resource::export_memory(void*, std::size_t, exported_memory&) {
   throw unsupported(strprintf("%s: memory of this place cannot be exported to another process",
                               place_to_string(place()).c_str()));

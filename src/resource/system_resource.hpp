@@ -70,6 +70,19 @@ class system_resource : public memory_source {
   // the place cannot (the default, except for `other` == this),
   // backend_error when the driver fails.
   virtual void grant_access(void* addr, std::size_t bytes, system_resource& other);
+  // Virtual memory other processes map too (continuous whole memory between
+  // processes). map_exportable() maps fresh memory at [addr, addr + bytes),
+  // as map() does, and names it in `out` for the processes of the node
+  // (CUDA: a POSIX file descriptor of cuMemExportToShareableHandle, kept
+  // open in this process until end_export()); map_imported() maps there
+  // what another process named so (a copy of its descriptor, taken with
+  // pidfd_getfd); unmap() undoes either. Throw unsupported where the place
+  // cannot (the defaults), out_of_memory, backend_error.
+  virtual void map_exportable(void* addr, std::size_t bytes, exported_memory& out);
+  virtual void map_imported(void* addr, std::size_t bytes, const exported_memory& in);
+  // Closes what map_exportable() kept open for the importers, once every
+  // importer has mapped it (the mappings stay).
+  virtual void end_export(exported_memory& out) noexcept;
   // Names [p, p + bytes), memory this resource allocated, for another
   // process of the node (CUDA: cuIpcGetMemHandle of the allocation holding
   // p, and p's offset in it). Throws unsupported where the place cannot

@@ -14,6 +14,10 @@
 //   rank holds every part's address (peer access), between processes of a
 //   node the parts are mapped with CUDA IPC. The host cannot address them:
 //   copies go through copier().
+// - a device range between processes (device_range_storage.cpp):
+//   continuous memory on CUDA devices over processes of one node, every
+//   rank's granules exported as file descriptors and mapped into one range
+//   in every process.
 #pragma once
 
 #include <memory>
@@ -76,6 +80,8 @@ std::unique_ptr<storage> make_shared_storage(communicator& comm, int type, int l
                                              const partition& layout);
 std::unique_ptr<storage> make_device_storage(communicator& comm, int type, int location,
                                              const partition& layout);
+std::unique_ptr<storage> make_device_range_storage(communicator& comm, int location,
+                                                   const partition& layout);
 // Whether rank r's part of an object on `location` is device memory that
 // the host cannot address (a CUDA device), on any rank.
 bool device_parts(const communicator& comm, int location);

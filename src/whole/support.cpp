@@ -19,12 +19,14 @@ bool host_accessible_kind(int kind) noexcept {
 // Places whose memory can be mapped page by page into one reserved range.
 bool mappable_kind(int kind) noexcept { return kind == DAO_PLACE_CPU || kind == DAO_PLACE_SIM; }
 
-// Parts on CUDA devices: chunked and distributed (device_storage.cpp) in
-// one process or between the processes of one node (CUDA IPC); continuous
-// (continuous_storage.cpp, the driver's virtual memory management) in one
-// process only. In one process, chunked and continuous memory need peer
-// access between every two of the devices. Throws unsupported saying why
-// and what would work; nothing when no rank's place is a CUDA device.
+// Parts on CUDA devices, every type, in one process or between the
+// processes of one node: chunked and distributed (device_storage.cpp, CUDA
+// IPC between processes), continuous (the driver's virtual memory
+// management: continuous_storage.cpp in one process,
+// device_range_storage.cpp between processes). In one process, chunked and
+// continuous memory need peer access between every two of the devices.
+// Throws unsupported saying why and what would work; nothing when no rank's
+// place is a CUDA device.
 void check_cuda_devices(const communicator& comm, int type) {
   int cuda = -1, other = -1;
   for (int r = 0; r < comm.size(); ++r) {
@@ -44,17 +46,9 @@ void check_cuda_devices(const communicator& comm, int type) {
         type_name(type), cuda, place_to_string(comm.place(cuda)).c_str(), other,
         place_to_string(comm.place(other)).c_str()));
   }
-  if (type == DAO_WHOLE_CONTINUOUS && !t.shares_address_space()) {
-    throw unsupported(strprintf(
-        "continuous device memory on CUDA devices between processes (rank %d's part would be on "
-        "%s) needs one range of addresses over every process's device (the driver's virtual "
-        "memory management with memory exported as file descriptors), which this version of "
-        "libdao does not build; use chunked (DAO_WHOLE_CHUNKED: every part addressable through "
-        "CUDA IPC, each as its own range) or distributed (DAO_WHOLE_DISTRIBUTED), or location "
-        "host",
-        cuda, place_to_string(comm.place(cuda)).c_str()));
-  }
-  if (type == DAO_WHOLE_CONTINUOUS) {
+  // In one process every rank's device is asked here; between processes
+  // each rank's own driver answers at create (every rank fails alike).
+  if (type == DAO_WHOLE_CONTINUOUS && t.shares_address_space()) {
     for (int r = 0; r < comm.size(); ++r) {
       if (resource_for(comm.place(r)).map_granularity() != 0) continue;
       throw unsupported(strprintf(
@@ -68,10 +62,10 @@ void check_cuda_devices(const communicator& comm, int type) {
   if (!t.shares_address_space()) {
     if (!t.shares_host_memory()) {
       throw unsupported(strprintf(
-          "%s device memory between processes maps each part with CUDA IPC, which needs every "
-          "rank on one node, and these %d ranks are on more than one node (%s); across nodes it "
-          "would need a CUDA-aware MPI, which libdao does not use; use location host "
-          "(DAO_WHOLE_HOST)",
+          "%s device memory between processes maps each part into every process (CUDA IPC, or "
+          "the driver's shareable handles for continuous memory), which needs every rank on one "
+          "node, and these %d ranks are on more than one node (%s); across nodes it would need a "
+          "CUDA-aware MPI, which libdao does not use; use location host (DAO_WHOLE_HOST)",
           type_name(type), comm.size(), t.name()));
     }
     return;  // the driver's IPC answers at create, on every rank alike

@@ -42,8 +42,15 @@
  * pages. Like the real driver, cuMemUnmap refuses any range that is not
  * exactly the range of one cuMemMap call, and memory lives until it is
  * neither mapped nor referenced by its handle. (Unlike the real driver, the
- * memory belongs to the addresses, not the handle: mapping one handle twice
- * does not share its bytes.) Built with -DFAKE_CUDA_WITHOUT_VMM (the
+ * memory of a plain handle belongs to the addresses, not the handle:
+ * mapping one handle twice does not share its bytes. A handle created with
+ * CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, or any handle with hidden
+ * memory, is a memfd that every mapping shares, as on the card;
+ * cuMemExportToShareableHandle gives a copy of its descriptor, which
+ * cuMemImportFromShareableHandle takes in any process, and the memfd's
+ * name carries the device, so that cuMemSetAccess for another device
+ * without peer access (FAKE_CUDA_NO_PEER) fails with
+ * CUDA_ERROR_INVALID_DEVICE.) Built with -DFAKE_CUDA_WITHOUT_VMM (the
  * dao_fake_cuda_novmm library), the driver lacks these entry points
  * altogether, as an old driver would.
  *
@@ -471,6 +478,7 @@ CUresult cuDeviceGetAttribute(int *value, CUdevice_attribute attribute, CUdevice
   if (!checked_device(dev)) return CUDA_ERROR_INVALID_DEVICE;
   switch (attribute) {
     case CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED:
+    case CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED:
 #ifdef FAKE_CUDA_WITHOUT_VMM
       *value = 0;
 #else
@@ -516,10 +524,16 @@ struct reservation {
 };
 
 struct handle {
-  int device;
+  int device; /* -1: imported from another process's descriptor */
   size_t bytes;
   int mappings; /* live cuMemMap of it */
   int released; /* cuMemRelease called */
+  /* A memfd holding the bytes (hidden memory, or a shareable handle asked
+     for: CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR), else -1: then the
+     memory belongs to the addresses it is mapped at. */
+  int fd;
+  int exportable;  /* created with a POSIX file descriptor handle type */
+  int from_device; /* imported: the exporter's device, -1 when unknown */
   struct handle *next;
 };
 
@@ -528,6 +542,7 @@ struct mapping {
   size_t bytes;
   struct handle *handle;
   void *shadow; /* hidden memory (FAKE_CUDA_HIDDEN): the bytes, else NULL */
+  int shared;   /* the handle's memfd is mapped at base */
   struct mapping *next;
 };
 
@@ -543,7 +558,8 @@ static int is_power_of_two(size_t x) { return x != 0 && (x & (x - 1)) == 0; }
 
 static int valid_prop(const CUmemAllocationProp *prop) {
   return prop != NULL && prop->type == CU_MEM_ALLOCATION_TYPE_PINNED &&
-         prop->requestedHandleTypes == CU_MEM_HANDLE_TYPE_NONE &&
+         (prop->requestedHandleTypes == CU_MEM_HANDLE_TYPE_NONE ||
+          prop->requestedHandleTypes == CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) &&
          prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE && checked_device(prop->location.id);
 }
 
@@ -563,9 +579,12 @@ static void handle_maybe_free(struct handle *h) {
   for (link = &fake_handles; *link != h; link = &(*link)->next) {
   }
   *link = h->next;
-  fake_used_bytes[h->device] -= h->bytes;
+  if (h->device >= 0) {
+    fake_used_bytes[h->device] -= h->bytes;
+    --fake_live_count;
+  }
+  if (h->fd >= 0) close(h->fd);
   --fake_live_handles;
-  --fake_live_count;
   free(h);
 }
 
@@ -685,6 +704,20 @@ CUresult cuMemCreate(CUmemGenericAllocationHandle *out, size_t size,
   }
   h->device = device;
   h->bytes = size;
+  h->fd = -1;
+  h->exportable = prop->requestedHandleTypes == CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+  if (fake_hidden || h->exportable) {
+    /* The name carries the device, for an importer's peer access check. */
+    char name[32];
+    snprintf(name, sizeof name, "fake-cuda-vmm:%d", device);
+    h->fd = memfd_create(name, MFD_CLOEXEC);
+    if (h->fd < 0 || ftruncate(h->fd, (off_t)size) != 0) {
+      if (h->fd >= 0) close(h->fd);
+      free(h);
+      pthread_mutex_unlock(&fake_lock);
+      return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+  }
   h->next = fake_handles;
   fake_handles = h;
   fake_used_bytes[device] += size;
@@ -733,15 +766,17 @@ CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAlloc
     return result != CUDA_SUCCESS ? result : CUDA_ERROR_OUT_OF_MEMORY;
   }
   m->shadow = NULL;
-  if (fake_hidden) {
-    /* The addresses stay PROT_NONE over a memfd; the bytes are reached at
-       the shadow, a second mapping of it. */
-    int fd = memfd_create("fake-cuda-vmm", MFD_CLOEXEC);
-    void *shadow = MAP_FAILED;
-    if (fd >= 0 && ftruncate(fd, (off_t)size) == 0 &&
-        mmap((void *)base, size, PROT_NONE, MAP_SHARED | MAP_FIXED, fd, 0) != MAP_FAILED)
-      shadow = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    if (fd >= 0) close(fd);
+  m->shared = h->fd >= 0;
+  if (m->shared) {
+    /* The handle's memfd at the addresses (PROT_NONE until cuMemSetAccess;
+       for ever when hidden: then the bytes are reached at the shadow, a
+       second mapping of it). */
+    void *shadow = NULL;
+    if (mmap((void *)base, size, PROT_NONE, MAP_SHARED | MAP_FIXED, h->fd, (off_t)offset) ==
+        MAP_FAILED)
+      shadow = MAP_FAILED;
+    else if (fake_hidden)
+      shadow = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, h->fd, (off_t)offset);
     if (shadow == MAP_FAILED) {
       mmap((void *)base, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED,
            -1, 0);
@@ -782,8 +817,8 @@ CUresult cuMemUnmap(CUdeviceptr ptr, size_t size) {
   --fake_live_mappings;
   /* The memory is gone: the next mapping there starts from zeros, and a
      stray access faults. */
-  if (m->shadow != NULL) {
-    munmap(m->shadow, m->bytes);
+  if (m->shared) {
+    if (m->shadow != NULL) munmap(m->shadow, m->bytes);
     mmap((void *)m->base, m->bytes, PROT_NONE,
          MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
   } else {
@@ -827,7 +862,8 @@ CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc *des
     }
     /* Another device reaches this memory only over a peer path. */
     for (i = 0; i < count; ++i) {
-      if (desc[i].location.id != m->handle->device && fake_no_peer) {
+      const int owner = m->handle->device >= 0 ? m->handle->device : m->handle->from_device;
+      if (desc[i].location.id != owner && owner >= 0 && fake_no_peer) {
         pthread_mutex_unlock(&fake_lock);
         return CUDA_ERROR_INVALID_DEVICE;
       }
@@ -839,6 +875,67 @@ CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc *des
     result = CUDA_ERROR_OUT_OF_MEMORY;
   pthread_mutex_unlock(&fake_lock);
   return result;
+}
+
+/* A descriptor of a handle's memory, for another process (which takes a
+   copy of it, e.g. with pidfd_getfd). */
+CUresult cuMemExportToShareableHandle(void *shareable, CUmemGenericAllocationHandle value,
+                                      CUmemAllocationHandleType type, unsigned long long flags) {
+  struct handle *h;
+  int fd = -1;
+  if (shareable == NULL || flags != 0 || type != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)
+    return CUDA_ERROR_INVALID_VALUE;
+  pthread_mutex_lock(&fake_lock);
+  h = find_handle(value);
+  /* Only a handle created with this handle type can be exported so. */
+  if (h != NULL && !h->released && h->exportable) fd = fcntl(h->fd, F_DUPFD_CLOEXEC, 0);
+  pthread_mutex_unlock(&fake_lock);
+  if (h == NULL || h->released || !h->exportable) return CUDA_ERROR_INVALID_VALUE;
+  if (fd < 0) return CUDA_ERROR_OUT_OF_MEMORY;
+  *(int *)shareable = fd;
+  return CUDA_SUCCESS;
+}
+
+/* A new handle to the memory a descriptor names; the caller keeps (and
+   closes) its descriptor. */
+CUresult cuMemImportFromShareableHandle(CUmemGenericAllocationHandle *out, void *os,
+                                        CUmemAllocationHandleType type) {
+  struct handle *h;
+  struct stat st;
+  const int fd = (int)(uintptr_t)os;
+  if (out == NULL || type != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)
+    return CUDA_ERROR_INVALID_VALUE;
+  if (current_device() < 0) return CUDA_ERROR_INVALID_CONTEXT;
+  if (fstat(fd, &st) != 0 || st.st_size <= 0 || (size_t)st.st_size % fake_granularity != 0)
+    return CUDA_ERROR_INVALID_VALUE;
+  h = (struct handle *)calloc(1, sizeof *h);
+  if (h == NULL) return CUDA_ERROR_OUT_OF_MEMORY;
+  h->fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+  if (h->fd < 0) {
+    free(h);
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  }
+  h->device = -1; /* charged to the exporter's device, in its process */
+  h->from_device = -1;
+  {
+    /* The exporter's device, from the memfd's name ("/memfd:fake-cuda-vmm:N"). */
+    char link[64], target[128];
+    ssize_t n;
+    const char *colon;
+    snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+    n = readlink(link, target, sizeof target - 1);
+    target[n > 0 ? n : 0] = '\0';
+    colon = strstr(target, "fake-cuda-vmm:");
+    if (colon != NULL) h->from_device = atoi(colon + strlen("fake-cuda-vmm:"));
+  }
+  h->bytes = (size_t)st.st_size;
+  pthread_mutex_lock(&fake_lock);
+  h->next = fake_handles;
+  fake_handles = h;
+  ++fake_live_handles;
+  pthread_mutex_unlock(&fake_lock);
+  *out = (CUmemGenericAllocationHandle)(uintptr_t)h;
+  return CUDA_SUCCESS;
 }
 
 static void *mapped_view(uintptr_t p, size_t *avail) {

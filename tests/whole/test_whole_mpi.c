@@ -18,7 +18,8 @@
  * process on a device of its own fake driver (DAO_CUDA_LIBRARY,
  * FAKE_CUDA_HIDDEN=1: device memory the host cannot touch): chunked and
  * distributed memory between processes through CUDA IPC (the fake driver
- * maps the exporter's memfd through /proc/<pid>/fd), continuous refused. */
+ * maps the exporter's memfd through /proc/<pid>/fd), continuous memory
+ * through file descriptors of the driver's virtual memory (pidfd_getfd). */
 #define _GNU_SOURCE
 #define OMPI_SKIP_MPICXX 1
 #define MPICH_SKIP_MPICXX 1
@@ -231,15 +232,15 @@ static void body_cuda(wb_ctx *c, void *arg) {
   void *filler = NULL;
   int t;
   WB_OK(c, dao_comm_rank_place(c->comm, c->rank, &mine));
-  WB_FAILS(c, dao_whole_create(c->comm, &d, &w), DAO_ERR_UNSUPPORTED, "use chunked");
-  WB_CHECK(c, w == NULL);
+  WB_CHECKF(c, wc_all_shapes(c, DAO_WHOLE_CONTINUOUS) == 1,
+            "continuous over file descriptors of the driver's virtual memory");
   WB_CHECKF(c, wc_all_shapes(c, DAO_WHOLE_CHUNKED) == 1, "chunked over CUDA IPC");
   WB_CHECKF(c, wc_all_shapes(c, DAO_WHOLE_DISTRIBUTED) == 1, "distributed over CUDA IPC");
   wc_files(c, (const char *)arg);
   /* The last rank's device is nearly full: every rank fails alike, nothing
      stays allocated or mapped. */
   if (c->rank == c->size - 1) WB_OK(c, dao_alloc(mine, (size_t)48 << 20, &filler));
-  for (t = DAO_WHOLE_CHUNKED; t <= DAO_WHOLE_DISTRIBUTED; ++t) {
+  for (t = DAO_WHOLE_CONTINUOUS; t <= DAO_WHOLE_DISTRIBUTED; ++t) {
     char needle[64];
     size_t used0 = 0, used1 = 0;
     d = wb_desc((dao_whole_type)t, DAO_WHOLE_DEVICE, (size_t)c->size * 24, (size_t)1 << 20);
