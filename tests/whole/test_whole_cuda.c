@@ -300,6 +300,88 @@ static void test_out_of_memory(void **state) {
   run(p, 4, 1, body_out_of_memory, NULL);
 }
 
+/* Gathers from several threads of each rank at once (in-process handles
+ * are safe from any thread): the copies of all threads go through the
+ * rank's one stream, and each thread's entries are right. */
+typedef struct gather_job {
+  dao_whole *w;
+  size_t entries, entry_size;
+  uint64_t seed;
+  int bad;
+  pthread_t thread;
+} gather_job;
+
+static void *gather_main(void *p) {
+  gather_job *j = (gather_job *)p;
+  int64_t idx[64];
+  unsigned char out[64 * 24];
+  int round, i;
+  uint64_t s = j->seed;
+  for (round = 0; round < 30; ++round) {
+    for (i = 0; i < 64; ++i) idx[i] = (int64_t)(wb_rand(&s) % j->entries);
+    if (dao_whole_gather(j->w, idx, 64, out) != DAO_OK) {
+      ++j->bad;
+      continue;
+    }
+    for (i = 0; i < 64; ++i)
+      if (!wb_entry_is(out + (size_t)i * j->entry_size, (uint64_t)idx[i], j->entry_size, 0))
+        ++j->bad;
+  }
+  return NULL;
+}
+
+static void body_threads(wb_ctx *c, void *p) {
+  const size_t entries = 777, entry_size = 24;
+  dao_place place;
+  int t, k;
+  (void)p;
+  WB_OK(c, dao_comm_rank_place(c->comm, c->rank, &place));
+  for (t = DAO_WHOLE_CONTINUOUS; t <= DAO_WHOLE_DISTRIBUTED; ++t) {
+    dao_whole_desc d = wb_desc((dao_whole_type)t, DAO_WHOLE_DEVICE, entries, entry_size);
+    dao_whole *w = NULL;
+    dao_whole_range r;
+    void *local = NULL;
+    unsigned char *host;
+    gather_job jobs[3];
+    size_t i;
+    if (dao_whole_supported(c->comm, (dao_whole_type)t, DAO_WHOLE_DEVICE) != DAO_OK) continue;
+    if (!WB_OK(c, dao_whole_create(c->comm, &d, &w))) continue;
+    memset(&r, 0, sizeof r);
+    r.struct_size = sizeof r;
+    WB_OK(c, dao_whole_get_local(w, &local, &r));
+    host = (unsigned char *)malloc(r.byte_size + 1);
+    if (host != NULL) {
+      for (i = 0; i < r.entry_count; ++i)
+        wb_fill_entry(host + i * entry_size, r.first_entry + i, entry_size, 0);
+      wc_copy(c, place, local, host, r.byte_size);
+    }
+    free(host);
+    WB_OK(c, dao_comm_barrier(c->comm));
+    for (k = 0; k < 3; ++k) {
+      jobs[k].w = w;
+      jobs[k].entries = entries;
+      jobs[k].entry_size = entry_size;
+      jobs[k].seed = (uint64_t)(c->rank * 10 + k + 1);
+      jobs[k].bad = 0;
+      WB_CHECK(c, pthread_create(&jobs[k].thread, NULL, gather_main, &jobs[k]) == 0);
+    }
+    for (k = 0; k < 3; ++k) {
+      WB_CHECK(c, pthread_join(jobs[k].thread, NULL) == 0);
+      WB_CHECKF(c, jobs[k].bad == 0, "%s: thread %d of rank %d: %d bad entries",
+                dao_whole_type_name((dao_whole_type)t), k, c->rank, jobs[k].bad);
+    }
+    WB_OK(c, dao_comm_barrier(c->comm));
+    WB_OK(c, dao_whole_destroy(w));
+  }
+}
+
+static void test_threads_per_rank(void **state) {
+  dao_place p[4];
+  (void)state;
+  places_cuda(p, 4);
+  run(p, 4, 0, body_threads, NULL);
+}
+
 /* A CUDA device next to a place the device cannot reach: refused, saying
  * what works. */
 static void body_mixed(wb_ctx *c, void *p) {
@@ -386,10 +468,15 @@ static void test_bad_input(void **state) {
 
 int main(int argc, char **argv) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_bad_input),     cmocka_unit_test(test_four_devices),
-      cmocka_unit_test(test_shared_device), cmocka_unit_test(test_hooked_transport),
-      cmocka_unit_test(test_files),         cmocka_unit_test(test_out_of_memory),
-      cmocka_unit_test(test_mixed_places),  cmocka_unit_test(test_generic),
+      cmocka_unit_test(test_bad_input),
+      cmocka_unit_test(test_four_devices),
+      cmocka_unit_test(test_shared_device),
+      cmocka_unit_test(test_hooked_transport),
+      cmocka_unit_test(test_files),
+      cmocka_unit_test(test_out_of_memory),
+      cmocka_unit_test(test_mixed_places),
+      cmocka_unit_test(test_generic),
+      cmocka_unit_test(test_threads_per_rank),
   };
   const struct CMUnitTest no_peer_tests[] = {
       cmocka_unit_test(test_four_devices),
