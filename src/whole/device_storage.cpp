@@ -68,6 +68,7 @@ class device_storage final : public storage {
 
   // This rank's part and its copier.
   void allocate_own(std::size_t bytes) {
+    resource_ = &resource_for(place_);
     copier_ = std::make_unique<device_copier>(place_);
     if (bytes == 0) return;
     strategy& a = internal_place_strategy(place_);
@@ -82,10 +83,9 @@ class device_storage final : public storage {
   // Chunked in one process: this rank's device may address every other
   // rank's part.
   void enable_peers(const communicator& comm) {
-    system_resource& mine = resource_for(place_);
     for (int r = 0; r < comm.size(); ++r) {
       if (r == rank_) continue;
-      mine.enable_peer_access(resource_for(comm.place(r)));
+      resource_->enable_peer_access(resource_for(comm.place(r)));
     }
   }
 
@@ -97,7 +97,7 @@ class device_storage final : public storage {
     mine.process = static_cast<std::uint64_t>(::getpid());
     mine.address = reinterpret_cast<std::uintptr_t>(own_);
     mine.bytes = bytes;
-    if (bytes != 0 && exported) resource_for(place_).export_memory(own_, bytes, mine.exported);
+    if (bytes != 0 && exported) resource_->export_memory(own_, bytes, mine.exported);
     return mine;
   }
 
@@ -105,7 +105,6 @@ class device_storage final : public storage {
 
   // Maps every other rank's part (records_ from trade()).
   void import_all() {
-    system_resource& mine = resource_for(place_);
     const auto process = static_cast<std::uint64_t>(::getpid());
     for (std::size_t r = 0; r < records_.size(); ++r) {
       const part_record& rec = records_[r];
@@ -114,7 +113,7 @@ class device_storage final : public storage {
         parts_[r] = reinterpret_cast<char*>(static_cast<std::uintptr_t>(rec.address));
         continue;
       }
-      parts_[r] = static_cast<char*>(mine.import_memory(rec.exported));
+      parts_[r] = static_cast<char*>(resource_->import_memory(rec.exported));
       imported_[r] = 1;
     }
   }
@@ -123,16 +122,10 @@ class device_storage final : public storage {
   void close_imports() noexcept {
     for (std::size_t r = 0; r < imported_.size(); ++r) {
       if (imported_[r] == 0) continue;
-      resource_for_noexcept().close_imported(parts_[r], records_[r].exported);
+      resource_->close_imported(parts_[r], records_[r].exported);
       imported_[r] = 0;
       parts_[r] = nullptr;
     }
-  }
-
-  bool imports_any() const noexcept {
-    for (char i : imported_)
-      if (i != 0) return true;
-    return false;
   }
 
   // Collective: no rank uses the object any more. Every rank unmaps the
@@ -140,19 +133,13 @@ class device_storage final : public storage {
   // driver leaves freeing exported memory that another process still maps
   // undefined.
   void release() override {
-    const bool between_processes = imports_any() || !transport_.shares_address_space();
     close_imports();
-    if (between_processes) transport_.barrier();
+    if (!transport_.shares_address_space()) transport_.barrier();  // on every rank alike
     if (copier_) copier_->finish_quietly();
     free_own();
   }
 
  private:
-  system_resource& resource_for_noexcept() noexcept {
-    // The place was checked when the communicator was made: it exists.
-    return resource_for(place_);
-  }
-
   void free_own() noexcept {
     if (own_ == nullptr) return;
     try {
@@ -165,6 +152,7 @@ class device_storage final : public storage {
 
   transport& transport_;
   int rank_;
+  system_resource* resource_ = nullptr;  // of place_
   strategy* allocator_ = nullptr;
   char* own_ = nullptr;
   std::vector<part_record> records_;
