@@ -14,6 +14,9 @@
  * access: continuous memory between processes may then fail at the create
  * (see wc_files). */
 static int wc_continuous_may_fail;
+/* 0 on a real card, whose driver takes and gives back device memory of its
+ * own (streams, contexts), so that its free memory is not exact. */
+static int wc_exact_free = 1;
 
 /* Copies with the driver, on a stream of `place`, and waits. */
 static int wc_copy(wb_ctx *c, dao_place place, void *dst, const void *src, size_t bytes) {
@@ -213,8 +216,8 @@ static int wc_roundtrip(wb_ctx *c, dao_whole_type type, size_t entries, size_t e
   WB_OK(c, dao_place_memory_info(place, &free2, NULL));
   WB_CHECKF(c, used2 == used0, "cuda:%d: %zu bytes still allocated after destroy", place.device,
             used2 - used0);
-  WB_CHECKF(c, free2 == free0, "cuda:%d: %zu bytes still taken after destroy", place.device,
-            free0 - free2);
+  WB_CHECKF(c, !wc_exact_free || free2 == free0, "cuda:%d: %zu bytes still taken after destroy",
+            place.device, free0 - free2);
   WB_OK(c, dao_comm_barrier(c->comm));
   if (dev != NULL) WB_OK(c, dao_free(place, dev));
   return 1;
