@@ -15,6 +15,8 @@
  * works. `test_whole_cuda no-vmm` runs with FAKE_CUDA_NO_VMM=1: continuous
  * memory is refused (no virtual memory management), the rest works.
  *
+ * `test_whole_cuda faults` runs with DAO_FAULT_INJECT (test_faults).
+ *
  * `test_whole_cuda driver` runs on the machine's driver (scripts/gpu-check.sh
  * on a real card): rank r on cuda:(r mod the device count), chunked memory
  * over several devices either works or is refused naming
@@ -395,6 +397,100 @@ static void test_threads_per_rank(void **state) {
   run(p, 4, 0, body_threads, NULL);
 }
 
+/* `test_whole_cuda faults` runs with DAO_FAULT_INJECT (copies, system
+ * allocations and maps of the devices fail at random): every call gives a
+ * status, never a crash or a hang; a create fails on every rank alike and
+ * leaves nothing allocated; a gather whose copy failed says so; the ranks go
+ * on working, and at the end every device holds what it held before. */
+#define FAULT_ROUNDS 60
+static dao_status fault_create[FAULT_ROUNDS][4];
+static int fault_gathers_failed[4];
+
+static int fault_ok(dao_status s) {
+  return s == DAO_OK || s == DAO_ERR_BACKEND || s == DAO_ERR_OUT_OF_MEMORY;
+}
+
+static void body_faults(wb_ctx *c, void *p) {
+  const size_t entries = 300, entry_size = 40;
+  unsigned char host[300 * 40], out[64 * 40];
+  int64_t idx[64];
+  uint64_t rng = (uint64_t)c->rank + 11;
+  dao_place place;
+  size_t used0 = 0, used1 = 0;
+  int round, i;
+  (void)p;
+  WB_OK(c, dao_comm_rank_place(c->comm, c->rank, &place));
+  WB_OK(c, dao_comm_barrier(c->comm));
+  WB_OK(c, dao_used_internal(place, &used0));
+  for (round = 0; round < FAULT_ROUNDS; ++round) {
+    const dao_whole_type type = (dao_whole_type)(round % 3);
+    dao_whole_desc d = wb_desc(type, DAO_WHOLE_DEVICE, entries, entry_size);
+    dao_whole *w = NULL;
+    dao_whole_range r;
+    void *local = NULL;
+    dao_status made, got;
+    int filled = 0;
+    made = dao_whole_create(c->comm, &d, &w);
+    fault_create[round][c->rank] = made;
+    WB_CHECKF(c, fault_ok(made), "round %d: create gave %s: %s", round, dao_status_string(made),
+              dao_last_error());
+    if (made != DAO_OK) {
+      WB_CHECK(c, w == NULL);
+      continue;
+    }
+    memset(&r, 0, sizeof r);
+    r.struct_size = sizeof r;
+    WB_OK(c, dao_whole_get_local(w, &local, &r));
+    for (i = 0; i < (int)r.entry_count; ++i)
+      wb_fill_entry(host + (size_t)i * entry_size, r.first_entry + (size_t)i, entry_size, 0);
+    {
+      dao_stream st = NULL;
+      if (dao_stream_create(place, &st) == DAO_OK) {
+        filled = r.byte_size == 0 || (dao_memcpy_async(local, host, r.byte_size, st) == DAO_OK &&
+                                      dao_stream_synchronize(st) == DAO_OK);
+        WB_OK(c, dao_stream_destroy(st));
+      }
+    }
+    /* Whether every rank filled its part (a failed copy leaves it as it
+     * was): the object's entries are checked only then. */
+    got = dao_whole_scatter_collective(w, NULL, NULL, 0);
+    WB_CHECKF(c, fault_ok(got), "round %d: collective call gave %s", round, dao_status_string(got));
+    WB_OK(c, dao_comm_barrier(c->comm));
+    for (i = 0; i < 64; ++i) idx[i] = (int64_t)(wb_rand(&rng) % entries);
+    got = dao_whole_gather(w, idx, 64, out);
+    WB_CHECKF(c, got == DAO_OK || got == DAO_ERR_BACKEND, "round %d: gather gave %s: %s", round,
+              dao_status_string(got), dao_last_error());
+    if (got == DAO_ERR_BACKEND) {
+      WB_CHECK(c, strstr(dao_last_error(), "copy") != NULL);
+      ++fault_gathers_failed[c->rank];
+    }
+    (void)filled;
+    WB_OK(c, dao_comm_barrier(c->comm));
+    WB_OK(c, dao_whole_destroy(w));
+  }
+  WB_OK(c, dao_comm_barrier(c->comm));
+  WB_OK(c, dao_used_internal(place, &used1));
+  WB_CHECKF(c, used1 == used0, "cuda:%d: %zu bytes left allocated", place.device, used1 - used0);
+}
+
+static void test_faults(void **state) {
+  dao_place p[4];
+  int round, r, failed = 0;
+  (void)state;
+  places_cuda(p, 4);
+  run(p, 4, 0, body_faults, NULL);
+  for (round = 0; round < FAULT_ROUNDS; ++round) {
+    for (r = 1; r < 4; ++r) assert_int_equal(fault_create[round][r], fault_create[round][0]);
+    failed += fault_create[round][0] != DAO_OK;
+  }
+  /* The faults did hit some creates, and not all, and some gathers. */
+  assert_true(failed > 0 && failed < FAULT_ROUNDS);
+  assert_true(fault_gathers_failed[0] + fault_gathers_failed[1] + fault_gathers_failed[2] +
+                  fault_gathers_failed[3] >
+              0);
+  run(p, 3, 1, body_faults, NULL);
+}
+
 /* A CUDA device next to a place the device cannot reach: refused, saying
  * what works. */
 static void body_mixed(wb_ctx *c, void *p) {
@@ -514,6 +610,10 @@ int main(int argc, char **argv) {
     no_peer = 1;
     wc_continuous_may_fail = 1;
     return cmocka_run_group_tests(no_peer_tests, NULL, NULL);
+  }
+  if (argc > 1 && strcmp(argv[1], "faults") == 0) {
+    const struct CMUnitTest fault_tests[] = {cmocka_unit_test(test_faults)};
+    return cmocka_run_group_tests(fault_tests, NULL, NULL);
   }
   if (argc > 1 && strcmp(argv[1], "no-vmm") == 0) {
     no_vmm = 1;

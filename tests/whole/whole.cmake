@@ -20,13 +20,16 @@ if(TARGET dao_fake_cuda)
   add_test(NAME test_whole_cuda COMMAND test_whole_cuda)
   add_test(NAME test_whole_cuda_no_peer COMMAND test_whole_cuda no-peer)
   add_test(NAME test_whole_cuda_no_vmm COMMAND test_whole_cuda no-vmm)
+  add_test(NAME test_whole_cuda_faults COMMAND test_whole_cuda faults)
   set_tests_properties(test_whole_cuda PROPERTIES ENVIRONMENT "${_dao_whole_cuda_env}")
   set_tests_properties(test_whole_cuda_no_peer PROPERTIES
                        ENVIRONMENT "${_dao_whole_cuda_env};FAKE_CUDA_NO_PEER=1")
   set_tests_properties(test_whole_cuda_no_vmm PROPERTIES
                        ENVIRONMENT "${_dao_whole_cuda_env};FAKE_CUDA_NO_VMM=1")
-  set_tests_properties(test_whole_cuda test_whole_cuda_no_peer test_whole_cuda_no_vmm PROPERTIES
-                       LABELS "unit;cuda" TIMEOUT 300)
+  set_tests_properties(test_whole_cuda_faults PROPERTIES ENVIRONMENT
+    "${_dao_whole_cuda_env};DAO_FAULT_INJECT=copy=p0.05,alloc=p0.08,map=p0.08,seed=5")
+  set_tests_properties(test_whole_cuda test_whole_cuda_no_peer test_whole_cuda_no_vmm
+                       test_whole_cuda_faults PROPERTIES LABELS "unit;cuda" TIMEOUT 300)
 endif()
 
 if(NOT DAO_MPI_ENABLED)
