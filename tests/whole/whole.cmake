@@ -28,6 +28,11 @@ if(TARGET dao_fake_cuda)
                        ENVIRONMENT "${_dao_whole_cuda_env};FAKE_CUDA_NO_VMM=1")
   set_tests_properties(test_whole_cuda_faults PROPERTIES ENVIRONMENT
     "${_dao_whole_cuda_env};DAO_FAULT_INJECT=copy=p0.05,alloc=p0.08,map=p0.08,seed=5")
+  # One rank out of host memory at its k-th C++ allocation, for every k,
+  # over the CUDA paths (tests/test_whole_oom.cpp).
+  add_test(NAME test_whole_oom_cuda COMMAND test_whole_oom cuda)
+  set_tests_properties(test_whole_oom_cuda PROPERTIES LABELS "unit;reliability;cuda" TIMEOUT 300
+                       ENVIRONMENT "${_dao_whole_cuda_env}")
   set_tests_properties(test_whole_cuda test_whole_cuda_no_peer test_whole_cuda_no_vmm
                        test_whole_cuda_faults PROPERTIES LABELS "unit;cuda" TIMEOUT 300)
 endif()
