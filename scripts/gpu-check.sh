@@ -9,7 +9,10 @@
 #   1. the device: `nvidia-smi -L` where present, `dao info`;
 #   2. the tests that touch the machine's driver, run as binaries (ctest may
 #      be absent): test_cuda_backend driver, test_conformance, test_allocator,
-#      test_memory defaults, test_recycle, test_place;
+#      test_memory defaults, test_recycle, test_place, test_whole_cuda driver
+#      (partitioned memory on the card: chunked and distributed objects,
+#      gathers and scatters through the driver, peer access where several
+#      devices allow it, issue 22);
 #   3. bench_alloc --only dao-caching-cuda,dao-caching-exact-cuda,dao-buddy-cuda
 #      on cuda:0, and the same strategies on SIM with DAO_SIM_COSTS=h200;
 #   4. bench_traces --place cuda:0 and --place sim:0 (DAO_SIM_COSTS=h200) on
@@ -46,7 +49,7 @@
 #   scripts/gpu-check.sh .gpu/build .gpu/traces
 set -u
 
-usage() { sed -n '2,46p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,49p' "$0" | sed 's/^# \{0,1\}//'; }
 
 build=0 quick=0 torch=1 step_timeout=240 only="bert_base,resnet50,pangu_2.6B"
 args=()
@@ -157,6 +160,7 @@ DAO_SIM_DEVICES=2x64MiB tests_run test_allocator test_allocator
 DAO_SIM_DEVICES=2x64MiB tests_run "test_memory defaults" test_memory defaults
 DAO_SIM_DEVICES=64MiB,4MiB tests_run test_recycle test_recycle
 DAO_SIM_DEVICES=2x64MiB tests_run test_place test_place
+tests_run "test_whole_cuda driver" test_whole_cuda driver
 
 # 3. bench_alloc: the card's rows, then the same strategies on SIM (h200).
 if [ $quick = 1 ]; then alloc_size=(--steps 2000 --slots 100 --reps 1); else

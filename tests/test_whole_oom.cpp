@@ -19,6 +19,12 @@
 //
 // After every run the SIM devices' internal memory is where it was (a part
 // not released shows there). A watchdog turns a hang into a failure.
+//
+// `test_whole_oom cuda` runs the same on cuda:0..2 of the fake driver
+// (DAO_CUDA_LIBRARY, FAKE_CUDA_HIDDEN=1): every type on the devices over
+// both transports (between "processes" the parts go through CUDA IPC and
+// shareable file descriptors), and each device's free memory must be where
+// it was too (continuous parts are mapped, not allocated).
 #define DAO_EXPERIMENTAL 1
 
 #include <atomic>
@@ -100,11 +106,19 @@ class latch {
   bool open_ = false;
 };
 
-const dao_place kPlaces[kRanks] = {dao_place_sim(0), dao_place_sim(1), dao_place_sim(2)};
+dao_place kPlaces[kRanks] = {dao_place_sim(0), dao_place_sim(1), dao_place_sim(2)};
+bool on_cuda = false;  // `cuda`: the ranks on cuda:0..2
 
+// What the place holds for libdao: its internal allocator's bytes and, on a
+// CUDA device, the device memory in use (mapped continuous parts).
 size_t internal_used(dao_place p) {
-  size_t bytes = 0;
+  size_t bytes = 0, free_bytes = 0, total = 0;
   if (dao_used_internal(p, &bytes) != DAO_OK) fail("dao_used_internal", dao_last_error());
+  if (on_cuda) {
+    if (dao_place_memory_info(p, &free_bytes, &total) != DAO_OK)
+      fail("dao_place_memory_info", dao_last_error());
+    bytes += total - free_bytes;
+  }
   return bytes;
 }
 
@@ -243,6 +257,10 @@ std::string describe(net n, layout l) {
 // segments) and distributed memory on the device (a window over the parts)
 // and on the host (memory the transport allocates).
 std::vector<layout> layouts_of(net n) {
+  if (on_cuda)  // every type on the devices, in-process and as processes
+    return {{DAO_WHOLE_CONTINUOUS, DAO_WHOLE_DEVICE},
+            {DAO_WHOLE_CHUNKED, DAO_WHOLE_DEVICE},
+            {DAO_WHOLE_DISTRIBUTED, DAO_WHOLE_DEVICE}};
   if (n == net::local)
     return {{DAO_WHOLE_CONTINUOUS, DAO_WHOLE_DEVICE},
             {DAO_WHOLE_CHUNKED, DAO_WHOLE_DEVICE},
@@ -431,8 +449,12 @@ void sweep_gather_scatter(net n, layout l) {
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
   const auto start = std::chrono::steady_clock::now();
+  if (argc > 1 && std::strcmp(argv[1], "cuda") == 0) {
+    on_cuda = true;
+    for (int r = 0; r < kRanks; ++r) kPlaces[r] = dao_place_cuda(r);
+  }
   for (net n : {net::local, net::hooked}) {
     for (layout l : layouts_of(n)) {
       sweep_create(n, l, false);

@@ -287,8 +287,15 @@ DAO_API const char *dao_whole_location_name(dao_whole_location location);
  * SIM, CUDA pinned and managed); continuous memory needs places with
  * virtual memory mapping (CPU, SIM). MPI communicators build distributed
  * memory on host-accessible places, and mapped memory in host memory when
- * all ranks are on one node (MPI shared-memory windows). Memory on a CUDA
- * device is not supported by this version.
+ * all ranks are on one node (MPI shared-memory windows). On CUDA devices
+ * (every rank on one) chunked and distributed memory are built: in one
+ * process over any devices (chunked only where every two of them have peer
+ * access, cuDeviceCanAccessPeer), between processes when all ranks are on
+ * one node (CUDA IPC); continuous memory where every device has virtual
+ * memory management and every two have peer access (the message points to
+ * chunked otherwise): in one process this is asked here, between processes
+ * each rank's driver answers at dao_whole_create() (every rank alike). No
+ * device memory across nodes.
  *
  * @param[in] comm     The handle.
  * @param[in] type     The type.
@@ -417,7 +424,9 @@ DAO_API dao_status dao_whole_entry_rank(const dao_whole *whole, int64_t index, i
  *        type.
  * @param[in]  whole The handle.
  * @param[out] ptr   Receives the address of the first byte of this rank's
- *                   part (host-accessible memory on its place). NULL when
+ *                   part: memory on its place, host-accessible except on a
+ *                   CUDA device, where it is a device address (read and
+ *                   write it with driver copies or kernels). NULL when
  *                   the rank owns no entries, except for continuous objects,
  *                   where it is the address the part would start at. Valid
  *                   until dao_whole_destroy().
@@ -442,7 +451,9 @@ DAO_API dao_status dao_whole_get_local(const dao_whole *whole, void **ptr, dao_w
  * @param[in]  rank  Any rank, 0 .. size - 1.
  * @param[out] ptr   Receives the address of that rank's first byte (NULL
  *                   when it owns no entries, except for continuous objects).
- *                   Valid until dao_whole_destroy().
+ *                   On CUDA devices a device address, usable by kernels on
+ *                   this rank's device (peer access, or a CUDA IPC mapping
+ *                   between processes). Valid until dao_whole_destroy().
  * @retval DAO_OK                   Written.
  * @retval DAO_ERR_INVALID_ARGUMENT A NULL argument, a dead handle, or
  *                                  @p rank out of range.
@@ -484,7 +495,11 @@ DAO_API dao_status dao_whole_get_base(const dao_whole *whole, void **base);
  *                     is 0.
  * @param[in]  count   Number of entries to copy.
  * @param[out] dst     Host-accessible memory of `count * entry_size` bytes
- *                     (CPU memory, or memory of a SIM place). May be NULL
+ *                     (CPU memory, or memory of a SIM place); for an object
+ *                     on CUDA devices any memory the driver can copy to
+ *                     (host or device: the parts are copied with
+ *                     cuMemcpyAsync, one copy per run of consecutive
+ *                     indices, and the call waits for them). May be NULL
  *                     when @p count is 0.
  * @retval DAO_OK                   Copied.
  * @retval DAO_ERR_INVALID_ARGUMENT A NULL argument, a dead handle, a size
@@ -511,8 +526,10 @@ DAO_API dao_status dao_whole_gather(dao_whole *whole, const int64_t *indices, si
  * collective call (for example dao_comm_barrier()).
  *
  * @param[in] whole   The handle.
- * @param[in] src     Host-accessible memory of `count * entry_size` bytes.
- *                    May be NULL when @p count is 0.
+ * @param[in] src     Host-accessible memory of `count * entry_size` bytes;
+ *                    for an object on CUDA devices host or device memory
+ *                    (driver copies, as for dao_whole_gather()). May be
+ *                    NULL when @p count is 0.
  * @param[in] indices @p count entry indices, each 0 .. entry_count - 1.
  *                    May be NULL when @p count is 0.
  * @param[in] count   Number of entries to copy.
@@ -556,8 +573,9 @@ DAO_API dao_status dao_whole_scatter(dao_whole *whole, const void *src, const in
  *                     is 0.
  * @param[in]  count   Number of entries this rank gathers; over MPI at most
  *                     `INT_MAX / ranks`.
- * @param[out] dst     Host-accessible memory of `count * entry_size` bytes.
- *                     May be NULL when @p count is 0.
+ * @param[out] dst     Host-accessible memory of `count * entry_size` bytes
+ *                     (on CUDA devices also device memory, as for
+ *                     dao_whole_gather()). May be NULL when @p count is 0.
  * @retval DAO_OK                   Every rank has its entries.
  * @retval DAO_ERR_INVALID_ARGUMENT On every rank: some rank passed a NULL
  *                                  argument, a size that overflows or an
@@ -594,8 +612,9 @@ DAO_API dao_status dao_whole_gather_collective(dao_whole *whole, const int64_t *
  * call (dao_comm_barrier()).
  *
  * @param[in] whole   This rank's handle.
- * @param[in] src     Host-accessible memory of `count * entry_size` bytes.
- *                    May be NULL when @p count is 0.
+ * @param[in] src     Host-accessible memory of `count * entry_size` bytes
+ *                    (on CUDA devices also device memory). May be NULL when
+ *                    @p count is 0.
  * @param[in] indices @p count entry indices, each 0 .. entry_count - 1.
  *                    May be NULL when @p count is 0.
  * @param[in] count   Number of entries this rank writes; over MPI at most

@@ -1,8 +1,13 @@
 // The CUDA backends: device memory, pinned host memory and managed memory,
 // each allocated in a device's primary context through the driver API that
 // cuda_driver loads at run time.
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <atomic>
+#include <cerrno>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
@@ -268,8 +273,335 @@ class cuda_resource final : public system_resource {
 
   bool unmaps_in_part() const noexcept override { return false; }
 
+  // --- sharing device memory (partitioned memory, src/whole) ---
+  bool can_access_peer(system_resource& other, std::string& why) override {
+    if (&other == this) return true;
+    auto* peer = dynamic_cast<cuda_resource*>(&other);
+    if (kind_ != cuda_memory::device || peer == nullptr || peer->kind_ != cuda_memory::device) {
+      return system_resource::can_access_peer(other, why);
+    }
+    const cuda_driver_api& api = driver_.api();
+    if (!api.has_peer_access()) {
+      why = strprintf("the CUDA driver (%s) has no peer access entry points "
+                      "(cuDeviceCanAccessPeer, cuCtxEnablePeerAccess)",
+                      driver_.library().c_str());
+      return false;
+    }
+    CUdevice dev = 0, peer_dev = 0;
+    int can = 0;
+    CUresult r = api.device_get(&dev, device_);
+    if (r == CUDA_SUCCESS) r = api.device_get(&peer_dev, peer->device_);
+    if (r == CUDA_SUCCESS) r = api.device_can_access_peer(&can, dev, peer_dev);
+    if (r != CUDA_SUCCESS) {
+      why = strprintf("cuDeviceCanAccessPeer(cuda:%d, cuda:%d) failed: %s", device_, peer->device_,
+                      driver_.error_text(r).c_str());
+      return false;
+    }
+    if (can == 0) {
+      why = strprintf("cuda:%d cannot address memory of cuda:%d directly "
+                      "(cuDeviceCanAccessPeer: no peer access between these two devices, e.g. "
+                      "no NVLink or PCIe peer-to-peer path between them)",
+                      device_, peer->device_);
+      return false;
+    }
+    return true;
+  }
+
+  void enable_peer_access(system_resource& other) override {
+    std::string why;
+    if (!can_access_peer(other, why)) throw unsupported(why);
+    if (&other == this) return;
+    auto& peer = static_cast<cuda_resource&>(other);
+    if (peer.device_ == device_) return;
+    CUcontext peer_ctx = driver_.primary_context(peer.device_);
+    cuda_context_scope scope(driver_, driver_.primary_context(device_));
+    check_pushed(scope);
+    const CUresult r = driver_.api().ctx_enable_peer_access(peer_ctx, 0);
+    if (r == CUDA_SUCCESS || r == CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED) return;
+    if (r == CUDA_ERROR_PEER_ACCESS_UNSUPPORTED) {
+      throw unsupported(strprintf("cuda:%d cannot address memory of cuda:%d directly "
+                                  "(cuCtxEnablePeerAccess: %s)",
+                                  device_, peer.device_, driver_.error_text(r).c_str()));
+    }
+    throw backend_error(strprintf("cuda:%d: cuCtxEnablePeerAccess(cuda:%d) failed: %s", device_,
+                                  peer.device_, driver_.error_text(r).c_str()));
+  }
+
+  // Memory map() mapped is readable and writable by this device only; a
+  // range over several devices (continuous whole memory) needs the others
+  // too, which takes peer access between the two devices.
+  void grant_access(void* addr, std::size_t bytes, system_resource& other) override {
+    if (&other == this) return;
+    auto* peer = dynamic_cast<cuda_resource*>(&other);
+    if (kind_ != cuda_memory::device || peer == nullptr || peer->kind_ != cuda_memory::device)
+      return system_resource::grant_access(addr, bytes, other);
+    if (peer->device_ == device_ || bytes == 0) return;
+    std::string why;
+    if (!peer->can_access_peer(*this, why)) throw unsupported(why);
+    cuda_context_scope scope(driver_, driver_.primary_context(device_));
+    check_pushed(scope);
+    CUmemAccessDesc access{};
+    access.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    access.location.id = peer->device_;
+    access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+    const CUresult r = driver_.api().mem_set_access(to_device(addr), bytes, &access, 1);
+    if (r != CUDA_SUCCESS) {
+      throw backend_error(strprintf("%s: cuMemSetAccess(%s at %p, for cuda:%d) failed: %s",
+                                    name().c_str(), format_bytes(bytes).c_str(), addr,
+                                    peer->device_, driver_.error_text(r).c_str()));
+    }
+  }
+
+  // Virtual memory for other processes: one cuMemCreate with a POSIX file
+  // descriptor as its shareable handle, mapped here like map() does; the
+  // descriptor stays open until end_export(), for the importers to copy it
+  // (pidfd_getfd: a descriptor means nothing in another process).
+  void map_exportable(void* addr, std::size_t bytes, exported_memory& out) override {
+    const CUdeviceptr base = check_shareable(addr, bytes);
+    cuda_context_scope scope(driver_, driver_.primary_context(device_));
+    check_pushed(scope);
+    const cuda_driver_api& api = driver_.api();
+    CUmemAllocationProp prop = allocation_prop();
+    prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+    CUmemGenericAllocationHandle handle = 0;
+    CUresult r = api.mem_create(&handle, bytes, &prop, 0);
+    if (r == CUDA_ERROR_OUT_OF_MEMORY)
+      throw out_of_memory(oom_message(bytes, "map", "cuMemCreate"));
+    if (r != CUDA_SUCCESS) {
+      throw backend_error(strprintf("%s: cuMemCreate(%s, exportable) failed: %s", name().c_str(),
+                                    format_bytes(bytes).c_str(), driver_.error_text(r).c_str()));
+    }
+    int fd = -1;
+    r = api.mem_export_to_shareable_handle(&fd, handle, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
+                                           0);
+    if (r != CUDA_SUCCESS) {
+      api.mem_release(handle);
+      throw backend_error(strprintf("%s: cuMemExportToShareableHandle failed: %s", name().c_str(),
+                                    driver_.error_text(r).c_str()));
+    }
+    try {
+      map_handle(base, bytes, handle, "exported");
+    } catch (...) {
+      ::close(fd);
+      throw;
+    }
+    fd_record rec{};
+    rec.process = static_cast<std::uint64_t>(::getpid());
+    rec.fd = fd;
+    rec.bytes = bytes;
+    std::memset(out.bytes, 0, sizeof out.bytes);
+    std::memcpy(out.bytes, &rec, sizeof rec);
+  }
+
+  void map_imported(void* addr, std::size_t bytes, const exported_memory& in) override {
+    const CUdeviceptr base = check_shareable(addr, bytes);
+    fd_record rec{};
+    std::memcpy(&rec, in.bytes, sizeof rec);
+    if (rec.bytes != bytes) {
+      throw backend_error(strprintf("%s: the exported memory has %llu bytes, %zu expected",
+                                    name().c_str(), static_cast<unsigned long long>(rec.bytes),
+                                    bytes));
+    }
+    // A copy of the exporter's descriptor (Linux 5.6 and later; the same
+    // permission as tracing the process: one user, one node).
+    const int pidfd =
+        static_cast<int>(::syscall(SYS_pidfd_open, static_cast<pid_t>(rec.process), 0));
+    int fd = -1;
+    int err = 0;
+    if (pidfd >= 0) {
+      fd = static_cast<int>(::syscall(SYS_pidfd_getfd, pidfd, rec.fd, 0));
+      if (fd < 0) err = errno;
+      ::close(pidfd);
+    } else {
+      err = errno;
+    }
+    if (fd < 0) {
+      throw backend_error(strprintf(
+          "%s: cannot take process %llu's descriptor %d of its device memory (%s: %s); mapping "
+          "another process's memory needs Linux 5.6 or later, both processes on this node and "
+          "permission to trace it",
+          name().c_str(), static_cast<unsigned long long>(rec.process), rec.fd,
+          pidfd < 0 ? "pidfd_open" : "pidfd_getfd", std::strerror(err)));
+    }
+    cuda_context_scope scope(driver_, driver_.primary_context(device_));
+    if (scope.status() != CUDA_SUCCESS) ::close(fd);
+    check_pushed(scope);
+    const cuda_driver_api& api = driver_.api();
+    CUmemGenericAllocationHandle handle = 0;
+    const CUresult r = api.mem_import_from_shareable_handle(
+        &handle, reinterpret_cast<void*>(static_cast<std::uintptr_t>(fd)),
+        CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+    ::close(fd);
+    if (r != CUDA_SUCCESS) {
+      throw backend_error(strprintf("%s: cuMemImportFromShareableHandle (process %llu) failed: %s",
+                                    name().c_str(), static_cast<unsigned long long>(rec.process),
+                                    driver_.error_text(r).c_str()));
+    }
+    map_handle(base, bytes, handle, "imported");
+  }
+
+  void end_export(exported_memory& out) noexcept override {
+    fd_record rec{};
+    std::memcpy(&rec, out.bytes, sizeof rec);
+    if (rec.fd < 0 || rec.process != static_cast<std::uint64_t>(::getpid())) return;
+    ::close(rec.fd);
+    rec.fd = -1;
+    std::memcpy(out.bytes, &rec, sizeof rec);
+  }
+
+  // The IPC handle names the whole cuMemAlloc allocation that holds p (the
+  // part may sit inside a larger one), so the record carries p's offset in
+  // it, found with cuMemGetAddressRange.
+  void export_memory(void* p, std::size_t bytes, exported_memory& out) override {
+    if (kind_ != cuda_memory::device) return system_resource::export_memory(p, bytes, out);
+    const cuda_driver_api& api = driver_.api();
+    if (!api.has_ipc()) {
+      throw unsupported(strprintf("%s: the CUDA driver (%s) has no interprocess memory entry "
+                                  "points (cuIpcGetMemHandle, cuIpcOpenMemHandle)",
+                                  name().c_str(), driver_.library().c_str()));
+    }
+    cuda_context_scope scope(driver_, driver_.primary_context(device_));
+    check_pushed(scope);
+    CUdeviceptr base = 0;
+    std::size_t size = 0;
+    CUresult r = api.mem_get_address_range(&base, &size, to_device(p));
+    if (r != CUDA_SUCCESS) {
+      throw backend_error(strprintf("%s: cuMemGetAddressRange(%p) failed: %s", name().c_str(), p,
+                                    driver_.error_text(r).c_str()));
+    }
+    ipc_record rec{};
+    rec.offset = to_device(p) - base;
+    rec.bytes = bytes;
+    if (rec.offset > size || bytes > size - rec.offset) {
+      throw backend_error(strprintf("%s: %zu bytes at %p are not inside one allocation (%zu bytes "
+                                    "at %p)",
+                                    name().c_str(), bytes, p, size, to_pointer(base)));
+    }
+    r = api.ipc_get_mem_handle(&rec.handle, base);
+    if (r != CUDA_SUCCESS) {
+      throw backend_error(strprintf("%s: cuIpcGetMemHandle(%p) failed: %s", name().c_str(),
+                                    to_pointer(base), driver_.error_text(r).c_str()));
+    }
+    std::memset(out.bytes, 0, sizeof out.bytes);
+    std::memcpy(out.bytes, &rec, sizeof rec);
+  }
+
+  void* import_memory(const exported_memory& in) override {
+    if (kind_ != cuda_memory::device) return system_resource::import_memory(in);
+    const cuda_driver_api& api = driver_.api();
+    if (!api.has_ipc()) {
+      throw unsupported(strprintf("%s: the CUDA driver (%s) has no interprocess memory entry "
+                                  "points (cuIpcGetMemHandle, cuIpcOpenMemHandle)",
+                                  name().c_str(), driver_.library().c_str()));
+    }
+    ipc_record rec{};
+    std::memcpy(&rec, in.bytes, sizeof rec);
+    cuda_context_scope scope(driver_, driver_.primary_context(device_));
+    check_pushed(scope);
+    CUdeviceptr base = 0;
+    // Lazy peer access: the exporter's device may be another one.
+    const CUresult r =
+        api.ipc_open_mem_handle(&base, rec.handle, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS);
+    if (r == CUDA_ERROR_OUT_OF_MEMORY) {
+      throw out_of_memory(strprintf("%s: out of memory opening another process's memory "
+                                    "(cuIpcOpenMemHandle: %s)",
+                                    name().c_str(), driver_.error_text(r).c_str()));
+    }
+    if (r != CUDA_SUCCESS) {
+      throw backend_error(strprintf("%s: cuIpcOpenMemHandle failed: %s", name().c_str(),
+                                    driver_.error_text(r).c_str()));
+    }
+    return to_pointer(base + rec.offset);
+  }
+
+  void close_imported(void* p, const exported_memory& in) noexcept override {
+    CUcontext ctx = driver_.retained_context(device_);
+    if (kind_ != cuda_memory::device || p == nullptr || ctx == nullptr || !driver_.api().has_ipc())
+      return;
+    ipc_record rec{};
+    std::memcpy(&rec, in.bytes, sizeof rec);
+    cuda_context_scope scope(driver_, ctx);
+    // Nothing to report to: a failure means the context is gone (teardown).
+    if (scope.status() == CUDA_SUCCESS)
+      driver_.api().ipc_close_mem_handle(to_device(p) - rec.offset);
+  }
+
  private:
   static constexpr std::size_t kGranularityUnknown = ~std::size_t(0);
+
+  // What map_exportable() puts into an exported_memory record.
+  struct fd_record {
+    std::uint64_t process;  // getpid() of the exporter
+    std::int32_t fd;        // its descriptor of the memory, -1 once closed
+    std::uint64_t bytes;
+  };
+  static_assert(sizeof(fd_record) <= sizeof(exported_memory::bytes), "exported_memory too small");
+
+  // Checks what map_exportable() and map_imported() are given; the device
+  // address of addr.
+  CUdeviceptr check_shareable(void* addr, std::size_t bytes) const {
+    const std::size_t g = map_granularity();
+    const cuda_driver_api& api = driver_.api();
+    if (kind_ != cuda_memory::device || g == 0 || !api.has_shareable_handles()) {
+      throw unsupported(strprintf("%s: the driver (%s) cannot share virtual memory between "
+                                  "processes (cuMemExportToShareableHandle)",
+                                  name().c_str(), driver_.library().c_str()));
+    }
+    CUdevice dev = 0;
+    int supported = 0;
+    if (api.device_get(&dev, device_) != CUDA_SUCCESS ||
+        api.device_get_attribute(&supported,
+                                 CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED,
+                                 dev) != CUDA_SUCCESS ||
+        supported == 0) {
+      throw unsupported(
+          strprintf("%s cannot export memory as a POSIX file descriptor "
+                    "(CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED)",
+                    name().c_str()));
+    }
+    const CUdeviceptr base = to_device(addr);
+    if (bytes == 0 || base % g != 0 || bytes % g != 0) {
+      throw invalid_argument(strprintf("%s: cannot map %zu bytes at %p: not aligned to the "
+                                       "granularity (%s)",
+                                       name().c_str(), bytes, addr, format_bytes(g).c_str()));
+    }
+    return base;
+  }
+
+  // Maps `handle` at [base, base + bytes) for this device and releases the
+  // handle (the mapping keeps the memory); the context is current. Maps
+  // nothing on failure.
+  void map_handle(CUdeviceptr base, std::size_t bytes, CUmemGenericAllocationHandle handle,
+                  const char* what) const {
+    const cuda_driver_api& api = driver_.api();
+    CUresult r = api.mem_map(base, bytes, 0, handle, 0);
+    api.mem_release(handle);
+    const char* call = "cuMemMap";
+    if (r == CUDA_SUCCESS) {
+      CUmemAccessDesc access{};
+      access.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+      access.location.id = device_;
+      access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+      r = api.mem_set_access(base, bytes, &access, 1);
+      if (r == CUDA_SUCCESS) return;
+      call = "cuMemSetAccess";
+      api.mem_unmap(base, bytes);
+    }
+    throw backend_error(strprintf(
+        "%s: %s failed while mapping %s of %s memory at %p: %s%s", name().c_str(), call,
+        format_bytes(bytes).c_str(), what, to_pointer(base), driver_.error_text(r).c_str(),
+        std::strcmp(what, "imported") == 0 && std::strcmp(call, "cuMemSetAccess") == 0
+            ? " (this device may have no peer access to the exporting process's device)"
+            : ""));
+  }
+
+  // What export_memory() puts into an exported_memory record.
+  struct ipc_record {
+    CUipcMemHandle handle;
+    std::uint64_t offset;  // of the exported bytes in the handle's allocation
+    std::uint64_t bytes;
+  };
+  static_assert(sizeof(ipc_record) <= sizeof(exported_memory::bytes), "exported_memory too small");
 
   std::string name() const { return place_to_string(place()); }
 

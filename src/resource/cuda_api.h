@@ -49,9 +49,14 @@ typedef enum cudaError_enum {
   CUDA_ERROR_NO_DEVICE = 100,
   CUDA_ERROR_INVALID_DEVICE = 101,
   CUDA_ERROR_INVALID_CONTEXT = 201,
+  CUDA_ERROR_MAP_FAILED = 205,
+  CUDA_ERROR_PEER_ACCESS_UNSUPPORTED = 217,
   CUDA_ERROR_INVALID_HANDLE = 400,
+  CUDA_ERROR_NOT_FOUND = 500,
   CUDA_ERROR_NOT_READY = 600,
-  CUDA_ERROR_ILLEGAL_ADDRESS = 700
+  CUDA_ERROR_ILLEGAL_ADDRESS = 700,
+  CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED = 704,
+  CUDA_ERROR_NOT_SUPPORTED = 801
 } CUresult;
 
 typedef int CUdevice;                                    /* CUdevice_v1: a device ordinal */
@@ -62,10 +67,25 @@ typedef struct CUevent_st *CUevent;                      /* an event */
 typedef void (*CUhostFn)(void *userData);                /* cuLaunchHostFunc's callback */
 typedef unsigned long long CUmemGenericAllocationHandle; /* _v1 */
 
-/** Device attributes (cuDeviceGetAttribute): only the one libdao asks. */
+/** Device attributes (cuDeviceGetAttribute): only the ones libdao asks. */
 typedef enum CUdevice_attribute_enum {
-  CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED = 102
+  CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING = 41,
+  CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED = 102,
+  CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED = 103
 } CUdevice_attribute;
+
+/* --- Interprocess memory (CUDA IPC; Linux, devices with unified addressing) --- */
+
+#define CU_IPC_HANDLE_SIZE 64
+
+/** Names one cuMemAlloc allocation (all of it) for other processes: plain
+ *  bytes that the exporter sends them (cuIpcGetMemHandle). */
+typedef struct CUipcMemHandle_st {
+  char reserved[CU_IPC_HANDLE_SIZE];
+} CUipcMemHandle;
+
+/** cuIpcOpenMemHandle flags. */
+typedef enum CUipcMem_flags_enum { CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS = 0x1 } CUipcMem_flags;
 
 /** cuStreamCreate flags. */
 typedef enum CUstream_flags_enum {
@@ -96,7 +116,10 @@ typedef enum CUmemAttach_flags_enum {
 /* --- Virtual memory management (CUDA 10.2 and later) --- */
 
 typedef enum CUmemAllocationHandleType_enum {
-  CU_MEM_HANDLE_TYPE_NONE = 0x0
+  CU_MEM_HANDLE_TYPE_NONE = 0x0,
+  /* An int file descriptor (cuMemExportToShareableHandle): the memory of
+     one cuMemCreate, for another process of the node. */
+  CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR = 0x1
 } CUmemAllocationHandleType;
 
 typedef enum CUmemAccess_flags_enum {
@@ -190,6 +213,18 @@ CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAlloc
                   unsigned long long flags);
 CUresult cuMemUnmap(CUdeviceptr ptr, size_t size);
 CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc *desc, size_t count);
+CUresult cuMemExportToShareableHandle(void *shareableHandle, CUmemGenericAllocationHandle handle,
+                                      CUmemAllocationHandleType handleType,
+                                      unsigned long long flags);
+CUresult cuMemImportFromShareableHandle(CUmemGenericAllocationHandle *handle, void *osHandle,
+                                        CUmemAllocationHandleType shHandleType);
+/* Peer access and interprocess memory (partitioned memory on devices). */
+CUresult cuMemGetAddressRange_v2(CUdeviceptr *pbase, size_t *psize, CUdeviceptr dptr);
+CUresult cuDeviceCanAccessPeer(int *canAccessPeer, CUdevice dev, CUdevice peerDev);
+CUresult cuCtxEnablePeerAccess(CUcontext peerContext, unsigned int Flags);
+CUresult cuIpcGetMemHandle(CUipcMemHandle *pHandle, CUdeviceptr dptr);
+CUresult cuIpcOpenMemHandle_v2(CUdeviceptr *pdptr, CUipcMemHandle handle, unsigned int Flags);
+CUresult cuIpcCloseMemHandle(CUdeviceptr dptr);
 #endif /* DAO_CUDA_API_NO_PROTOTYPES */
 
 #ifdef __cplusplus

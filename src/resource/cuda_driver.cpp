@@ -140,6 +140,14 @@ void cuda_driver::load_or_throw() {
   optional(api_.mem_set_access, "cuMemSetAccess");
   optional(api_.ctx_synchronize, "cuCtxSynchronize");
   optional(api_.stream_get_id, "cuStreamGetId");
+  optional(api_.mem_get_address_range, "cuMemGetAddressRange_v2");
+  optional(api_.mem_export_to_shareable_handle, "cuMemExportToShareableHandle");
+  optional(api_.mem_import_from_shareable_handle, "cuMemImportFromShareableHandle");
+  optional(api_.device_can_access_peer, "cuDeviceCanAccessPeer");
+  optional(api_.ctx_enable_peer_access, "cuCtxEnablePeerAccess");
+  optional(api_.ipc_get_mem_handle, "cuIpcGetMemHandle");
+  optional(api_.ipc_open_mem_handle, "cuIpcOpenMemHandle_v2");
+  optional(api_.ipc_close_mem_handle, "cuIpcCloseMemHandle");
   if (missing != nullptr) {
     api_ = cuda_driver_api{};
     reason_ = strprintf("%s lacks %s: the driver is too old or not a CUDA driver (dlsym: %s)",

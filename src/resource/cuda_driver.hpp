@@ -81,6 +81,38 @@ struct cuda_driver_api {
   // context for the life of the process, so that a stream handle whose value
   // a new stream reuses is told apart (resource/cuda.cpp, the interop cache).
   CUresult (*stream_get_id)(CUstream stream, unsigned long long* id) = nullptr;
+  // Optional: peer access between devices and interprocess memory (CUDA
+  // IPC), for partitioned memory on devices (src/whole). Without them the
+  // device resource reports that it cannot share memory so.
+  CUresult (*mem_get_address_range)(CUdeviceptr* base, std::size_t* bytes,
+                                    CUdeviceptr ptr) = nullptr;
+  CUresult (*device_can_access_peer)(int* can, CUdevice device, CUdevice peer) = nullptr;
+  CUresult (*ctx_enable_peer_access)(CUcontext peer, unsigned int flags) = nullptr;
+  CUresult (*ipc_get_mem_handle)(CUipcMemHandle* handle, CUdeviceptr ptr) = nullptr;
+  CUresult (*ipc_open_mem_handle)(CUdeviceptr* ptr, CUipcMemHandle handle,
+                                  unsigned int flags) = nullptr;
+  CUresult (*ipc_close_mem_handle)(CUdeviceptr ptr) = nullptr;
+
+  // Optional: virtual memory exported to other processes as POSIX file
+  // descriptors (continuous whole memory between processes).
+  CUresult (*mem_export_to_shareable_handle)(void* shareable, CUmemGenericAllocationHandle handle,
+                                             CUmemAllocationHandleType type,
+                                             unsigned long long flags) = nullptr;
+  CUresult (*mem_import_from_shareable_handle)(CUmemGenericAllocationHandle* handle,
+                                               void* os_handle,
+                                               CUmemAllocationHandleType type) = nullptr;
+  bool has_shareable_handles() const noexcept {
+    return has_virtual_memory() && mem_export_to_shareable_handle != nullptr &&
+           mem_import_from_shareable_handle != nullptr;
+  }
+
+  bool has_peer_access() const noexcept {
+    return device_can_access_peer != nullptr && ctx_enable_peer_access != nullptr;
+  }
+  bool has_ipc() const noexcept {
+    return mem_get_address_range != nullptr && ipc_get_mem_handle != nullptr &&
+           ipc_open_mem_handle != nullptr && ipc_close_mem_handle != nullptr;
+  }
 
   // Every virtual memory entry point above was found.
   bool has_virtual_memory() const noexcept {

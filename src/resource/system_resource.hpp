@@ -18,6 +18,14 @@ namespace dao::detail {
 class stream_impl;
 class event_impl;
 
+// Memory of a place named for another process of the node, which maps it
+// with system_resource::import_memory() (CUDA: an IPC handle and the offset
+// in its allocation). Plain bytes of a fixed size, so that the ranks of a
+// group can trade them with one allgather.
+struct exported_memory {
+  unsigned char bytes[128];
+};
+
 // Memory of one place, straight from the OS or driver: the bottom of every
 // stack of memory sources. Implementations are thread safe and live until
 // the process ends. They also make the place's streams and events.
@@ -44,6 +52,48 @@ class system_resource : public memory_source {
   // of the primary context). The default waits for nothing: the place runs
   // work at once.
   virtual void synchronize_device();
+
+  // --- sharing device memory (partitioned memory, src/whole) ---
+  // Whether code on this place's device can address memory of `other`'s
+  // device directly once enable_peer_access() ran (CUDA:
+  // cuDeviceCanAccessPeer); always for the same device. `why` gets the
+  // reason when not. The default: only the same place.
+  virtual bool can_access_peer(system_resource& other, std::string& why);
+  // Lets this place's device address `other`'s memory (CUDA:
+  // cuCtxEnablePeerAccess; access already enabled is fine). For the life of
+  // the process. Throws unsupported when can_access_peer() is false,
+  // backend_error when the driver fails.
+  virtual void enable_peer_access(system_resource& other);
+  // Lets `other`'s device read and write [addr, addr + bytes), which map()
+  // of this resource mapped (CUDA: cuMemSetAccess for other's device; the
+  // device of map() itself has access already). Throws unsupported where
+  // the place cannot (the default, except for `other` == this),
+  // backend_error when the driver fails.
+  virtual void grant_access(void* addr, std::size_t bytes, system_resource& other);
+  // Virtual memory other processes map too (continuous whole memory between
+  // processes). map_exportable() maps fresh memory at [addr, addr + bytes),
+  // as map() does, and names it in `out` for the processes of the node
+  // (CUDA: a POSIX file descriptor of cuMemExportToShareableHandle, kept
+  // open in this process until end_export()); map_imported() maps there
+  // what another process named so (a copy of its descriptor, taken with
+  // pidfd_getfd); unmap() undoes either. Throw unsupported where the place
+  // cannot (the defaults), out_of_memory, backend_error.
+  virtual void map_exportable(void* addr, std::size_t bytes, exported_memory& out);
+  virtual void map_imported(void* addr, std::size_t bytes, const exported_memory& in);
+  // Closes what map_exportable() kept open for the importers, once every
+  // importer has mapped it (the mappings stay).
+  virtual void end_export(exported_memory& out) noexcept;
+  // Names [p, p + bytes), memory this resource allocated, for another
+  // process of the node (CUDA: cuIpcGetMemHandle of the allocation holding
+  // p, and p's offset in it). Throws unsupported where the place cannot
+  // (the default), backend_error when the driver fails.
+  virtual void export_memory(void* p, std::size_t bytes, exported_memory& out);
+  // Maps memory another process exported into this process, in this
+  // place's context; returns its first byte here. Throws unsupported (the
+  // default), backend_error.
+  virtual void* import_memory(const exported_memory& in);
+  // Unmaps what import_memory(in) returned (`p`).
+  virtual void close_imported(void* p, const exported_memory& in) noexcept;
 };
 
 // All places of one kind: counts devices and hands out their resources.

@@ -5,6 +5,13 @@
 // backed by the rank that owns its first byte: when a part does not end on
 // a page boundary, its last page also holds the first bytes of the next
 // rank's part.
+//
+// On CUDA devices the range is reserved and mapped with the driver's
+// virtual memory management (cuMemAddressReserve, cuMemCreate, cuMemMap on
+// each rank's own device, in granules of the driver's granularity); each
+// rank then lets every other rank's device read and write its pages
+// (cuMemSetAccess, over peer access, which check_support() asked for), and
+// gather, scatter, store and load copy with the driver (copier()).
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -70,6 +77,10 @@ class continuous_storage final : public storage {
  public:
   continuous_storage(dao_place place, int ranks, int rank) : storage(place, ranks), rank_(rank) {}
 
+  // The host cannot address the place's memory: copies go through the
+  // driver.
+  void use_copier() { copier_ = std::make_unique<device_copier>(place_); }
+
   void attach(std::shared_ptr<reserved_range> range, const partition& layout) {
     range_ = std::move(range);
     base_ = range_->base();
@@ -115,6 +126,7 @@ std::unique_ptr<storage> make_continuous_storage(communicator& comm, int locatio
     granularities.resize(static_cast<std::size_t>(comm.size()));
     all.resize(static_cast<std::size_t>(comm.size()));
     resource = &resource_for(mine);
+    if (!resource->host_accessible()) out->use_copier();
     granularity = resource->map_granularity();
     if (granularity == 0) {
       throw unsupported(
@@ -163,7 +175,16 @@ std::unique_ptr<storage> make_continuous_storage(communicator& comm, int locatio
   const outcome mapped = capture([&] {
     const std::size_t begin = round_up(layout.byte_offset(me), granularity);
     const std::size_t end = round_up(layout.byte_offset(me) + layout.byte_size(me), granularity);
-    if (layout.byte_size(me) != 0 && end > begin) range->map(me, *resource, begin, end - begin);
+    if (layout.byte_size(me) == 0 || end <= begin) return;
+    range->map(me, *resource, begin, end - begin);
+    // Every other rank's device reaches these pages too (nothing to do for
+    // host memory, which every rank's thread reaches).
+    if (resource->host_accessible()) return;
+    for (int r = 0; r < comm.size(); ++r) {
+      if (r != me)
+        resource->grant_access(range->base() + begin, end - begin,
+                               resource_for(part_place(comm, r, location)));
+    }
   });
   agree_on_outcome(t, "dao_whole_create", mapped);
   out->attach(std::move(range), layout);

@@ -7,6 +7,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <vector>
 
 #include "core/error.hpp"
 #include "util/format.hpp"
@@ -96,6 +97,17 @@ outcome checked_path(const char* path, const outcome& pre) {
   return {};
 }
 
+// Calls piece(buffer, offset, bytes) over [0, bytes) in pieces of at most
+// 8 MiB through one host buffer: device memory reaches a file only through
+// the host.
+template <class Piece>
+void staged(std::size_t bytes, Piece&& piece) {
+  constexpr std::size_t kPiece = std::size_t(8) << 20;
+  std::vector<char> buf(bytes < kPiece ? bytes : kPiece);
+  for (std::size_t at = 0; at < bytes; at += buf.size())
+    piece(buf, at, bytes - at < buf.size() ? bytes - at : buf.size());
+}
+
 }  // namespace
 
 void whole_memory::store(const char* path, const outcome& pre) {
@@ -117,7 +129,16 @@ void whole_memory::store(const char* path, const outcome& pre) {
                      const std::size_t bytes = layout_.byte_size(me);
                      if (bytes == 0) return;
                      file f(path, O_WRONLY, 0, "open", false);
-                     f.write_at(local(), bytes, layout_.byte_offset(me));
+                     if (device_copier* d = storage_->copier()) {
+                       // Device memory: through a host buffer, a piece at a time.
+                       staged(bytes, [&](std::vector<char>& buf, std::size_t at, std::size_t n) {
+                         copy_and_wait(
+                             *d, [&](device_copier& c) { c.copy(buf.data(), local() + at, n); });
+                         f.write_at(buf.data(), n, layout_.byte_offset(me) + at);
+                       });
+                     } else {
+                       f.write_at(local(), bytes, layout_.byte_offset(me));
+                     }
                      f.close();
                    }));
 }
@@ -142,7 +163,15 @@ void whole_memory::load(const char* path, const outcome& pre) {
   const int me = comm_.rank();
   const outcome read = capture([&] {
     const std::size_t bytes = layout_.byte_size(me);
-    if (bytes != 0) f->read_at(local(), bytes, layout_.byte_offset(me));
+    if (bytes == 0) return;
+    if (device_copier* d = storage_->copier()) {
+      staged(bytes, [&](std::vector<char>& buf, std::size_t at, std::size_t n) {
+        f->read_at(buf.data(), n, layout_.byte_offset(me) + at);
+        copy_and_wait(*d, [&](device_copier& c) { c.copy(local() + at, buf.data(), n); });
+      });
+    } else {
+      f->read_at(local(), bytes, layout_.byte_offset(me));
+    }
   });
   f.reset();
   agree_on_outcome(t, fn, read);

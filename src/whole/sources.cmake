@@ -6,6 +6,9 @@ list(APPEND DAO_SOURCES
   src/whole/collective.cpp
   src/whole/communicator.cpp
   src/whole/continuous_storage.cpp
+  src/whole/device_copy.cpp
+  src/whole/device_range_storage.cpp
+  src/whole/device_storage.cpp
   src/whole/exchange.cpp
   src/whole/file.cpp
   src/whole/hooked_transport.cpp

@@ -9,12 +9,22 @@
 //   pointers, distributed memory exposes the parts in a transport window.
 // - shared segments (shared_storage.cpp): mapped memory between processes,
 //   host memory the transport shares (MPI shared-memory windows).
+// - device parts (device_storage.cpp): chunked and distributed memory on
+//   CUDA devices, each rank's part from its device; in one process every
+//   rank holds every part's address (peer access), between processes of a
+//   node the parts are mapped with CUDA IPC. The host cannot address them:
+//   copies go through copier().
+// - a device range between processes (device_range_storage.cpp):
+//   continuous memory on CUDA devices over processes of one node, every
+//   rank's granules exported as file descriptors and mapped into one range
+//   in every process.
 #pragma once
 
 #include <memory>
 #include <vector>
 
 #include "whole/communicator.hpp"
+#include "whole/device_copy.hpp"
 #include "whole/partition.hpp"
 #include "whole/transport.hpp"
 
@@ -41,6 +51,9 @@ class storage {
   window* win() const noexcept { return window_.get(); }
   // Where this rank's part lives, for messages and dao_whole_get_info().
   dao_place place() const noexcept { return place_; }
+  // The driver copies to use instead of memcpy when the host cannot
+  // address the parts (device memory), else nullptr.
+  device_copier* copier() const noexcept { return copier_.get(); }
 
  protected:
   explicit storage(dao_place place, int ranks)
@@ -49,6 +62,7 @@ class storage {
   std::vector<char*> parts_;
   char* base_ = nullptr;
   std::unique_ptr<window> window_;
+  std::unique_ptr<device_copier> copier_;
   dao_place place_;
 };
 
@@ -64,5 +78,12 @@ std::unique_ptr<storage> make_parts_storage(communicator& comm, int type, int lo
                                             const partition& layout);
 std::unique_ptr<storage> make_shared_storage(communicator& comm, int type, int location,
                                              const partition& layout);
+std::unique_ptr<storage> make_device_storage(communicator& comm, int type, int location,
+                                             const partition& layout);
+std::unique_ptr<storage> make_device_range_storage(communicator& comm, int location,
+                                                   const partition& layout);
+// Whether rank r's part of an object on `location` is device memory that
+// the host cannot address (a CUDA device), on any rank.
+bool device_parts(const communicator& comm, int location);
 
 }  // namespace dao::detail::whole

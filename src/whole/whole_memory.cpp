@@ -99,6 +99,27 @@ void plan_transfers(const partition& layout, const std::vector<std::size_t>& fir
   }
 }
 
+// Walks the indices in runs of consecutive entries of one rank's part and
+// calls `run(position in the caller's buffer, rank, offset in the part,
+// bytes)` for each.
+template <class Run>
+void for_each_run(const partition& layout, const std::vector<std::size_t>& first,
+                  const std::int64_t* indices, std::size_t count, Run&& run) {
+  const std::size_t g = layout.entry_size();
+  std::size_t i = 0;
+  while (i < count) {
+    const auto index = static_cast<std::size_t>(indices[i]);
+    const int r = layout.owner(index);
+    const std::size_t end = first[static_cast<std::size_t>(r) + 1];
+    std::size_t n = 1;
+    while (i + n < count && static_cast<std::size_t>(indices[i + n]) == index + n &&
+           index + n < end)
+      ++n;
+    run(i * g, r, (index - first[static_cast<std::size_t>(r)]) * g, n * g);
+    i += n;
+  }
+}
+
 }  // namespace
 
 whole_memory::whole_memory(communicator& comm, const whole_params& params)
@@ -214,6 +235,17 @@ void whole_memory::gather_unchecked(const std::int64_t* indices, std::size_t cou
   const std::size_t g = params_.entry_size;
   char* out = static_cast<char*>(dst);
 
+  if (device_copier* d = storage_->copier()) {
+    // Device memory: every part has an address here, the driver copies
+    // (a run of consecutive entries as one copy).
+    copy_and_wait(*d, [&](device_copier& c) {
+      for_each_run(layout_, first_, indices, count,
+                   [&](std::size_t at, int r, std::size_t offset, std::size_t bytes) {
+                     c.copy(out + at, storage_->part(r) + offset, bytes);
+                   });
+    });
+    return;
+  }
   if (char* b = storage_->base()) {
     for (std::size_t i = 0; i < count; ++i)
       copy_entry(out + i * g, b + static_cast<std::size_t>(indices[i]) * g, g);
@@ -264,6 +296,15 @@ void whole_memory::scatter_unchecked(const void* src, const std::int64_t* indice
   const std::size_t g = params_.entry_size;
   const char* in = static_cast<const char*>(src);
 
+  if (device_copier* d = storage_->copier()) {
+    copy_and_wait(*d, [&](device_copier& c) {
+      for_each_run(layout_, first_, indices, count,
+                   [&](std::size_t at, int r, std::size_t offset, std::size_t bytes) {
+                     c.copy(storage_->part(r) + offset, in + at, bytes);
+                   });
+    });
+    return;
+  }
   if (char* b = storage_->base()) {
     for (std::size_t i = 0; i < count; ++i)
       copy_entry(b + static_cast<std::size_t>(indices[i]) * g, in + i * g, g);

@@ -14,6 +14,26 @@
  *                            power of two, at least the host page size)
  *   FAKE_CUDA_NO_VMM         1: cuDeviceGetAttribute reports no virtual
  *                            memory management support
+ *   FAKE_CUDA_HIDDEN         1: device memory (cuMemAlloc) is not host
+ *                            memory: see "Hidden device memory" below
+ *   FAKE_CUDA_NO_PEER        1: cuDeviceCanAccessPeer says no for every
+ *                            pair of devices (default: every pair of
+ *                            different devices can)
+ *
+ * Hidden device memory (FAKE_CUDA_HIDDEN=1), as on a card: the address
+ * cuMemAlloc hands out is a PROT_NONE mapping, so the host faults on it, and
+ * only the driver's copies (cuMemcpyAsync) reach the bytes, through a
+ * second mapping of the same memory (a memfd). Such memory can be exported
+ * to another process: cuIpcGetMemHandle (of an allocation's base, as the
+ * driver documents) puts the owner's pid and the memfd's descriptor into
+ * the handle, and cuIpcOpenMemHandle in another process maps
+ * /proc/<pid>/fd/<fd>. Like the real driver, it refuses to open a handle in
+ * the process that exported it (CUDA_ERROR_INVALID_CONTEXT), counts
+ * repeated opens in one context and returns the same address, and needs
+ * CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS as the flags. Without hidden memory
+ * cuIpcGetMemHandle gives CUDA_ERROR_NOT_SUPPORTED. Peer access
+ * (cuDeviceCanAccessPeer, cuCtxEnablePeerAccess) is recorded per pair of
+ * devices; copies do not depend on it (nor do the real driver's).
  *
  * Virtual memory management (cuMemAddressReserve, cuMemCreate, cuMemMap,
  * ...) works on host address space: a reservation is a PROT_NONE mapping,
@@ -22,8 +42,15 @@
  * pages. Like the real driver, cuMemUnmap refuses any range that is not
  * exactly the range of one cuMemMap call, and memory lives until it is
  * neither mapped nor referenced by its handle. (Unlike the real driver, the
- * memory belongs to the addresses, not the handle: mapping one handle twice
- * does not share its bytes.) Built with -DFAKE_CUDA_WITHOUT_VMM (the
+ * memory of a plain handle belongs to the addresses, not the handle:
+ * mapping one handle twice does not share its bytes. A handle created with
+ * CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, or any handle with hidden
+ * memory, is a memfd that every mapping shares, as on the card;
+ * cuMemExportToShareableHandle gives a copy of its descriptor, which
+ * cuMemImportFromShareableHandle takes in any process, and the memfd's
+ * name carries the device, so that cuMemSetAccess for another device
+ * without peer access (FAKE_CUDA_NO_PEER) fails with
+ * CUDA_ERROR_INVALID_DEVICE.) Built with -DFAKE_CUDA_WITHOUT_VMM (the
  * dao_fake_cuda_novmm library), the driver lacks these entry points
  * altogether, as an old driver would.
  *
@@ -40,6 +67,7 @@
  * checks those declarations against the real API (cuda.h maps e.g.
  * cuMemAlloc to cuMemAlloc_v2).
  */
+#define _GNU_SOURCE /* memfd_create */
 #ifdef FAKE_CUDA_TOOLKIT_HEADER
 #include <cuda.h>
 #else
@@ -50,7 +78,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define FAKE_MAX_DEVICES 16
@@ -67,6 +97,12 @@ struct allocation {
   void *p;
   size_t bytes; /* rounded to FAKE_ALIGNMENT, as counted */
   int device;   /* FAKE_HOST for cuMemHostAlloc */
+  /* Hidden memory: p is PROT_NONE, the bytes are at shadow (a memfd). */
+  void *shadow;
+  int fd;         /* the memfd of an allocation of this process, else -1 */
+  int imported;   /* opens of another process's memory (cuIpcOpenMemHandle) */
+  long owner_pid; /* imported: the exporter's pid and memfd */
+  int owner_fd;
   struct allocation *next;
 };
 
@@ -78,6 +114,10 @@ static size_t fake_host_capacity;
 static size_t fake_fail_size;
 static size_t fake_granularity;
 static int fake_no_vmm;
+static int fake_hidden;
+static int fake_no_peer;
+static long fake_live_imports;
+static unsigned char fake_peer_enabled[FAKE_MAX_DEVICES][FAKE_MAX_DEVICES];
 static size_t fake_used_bytes[FAKE_MAX_DEVICES];
 static size_t fake_host_used;
 static long fake_live_count;
@@ -117,8 +157,40 @@ static size_t round_up(size_t bytes) {
   return (bytes + FAKE_ALIGNMENT - 1) & ~(size_t)(FAKE_ALIGNMENT - 1);
 }
 
-/* Allocates `bytes` on `device` (or FAKE_HOST); the caller holds fake_lock. */
-static CUresult fake_allocate(void **out, size_t bytes, int device) {
+/* Maps `bytes` of `fd` twice: readable and writable at *shadow, and
+   PROT_NONE at the address returned (NULL on failure). */
+static void *map_hidden(int fd, size_t bytes, void **shadow) {
+  void *p;
+  *shadow = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (*shadow == MAP_FAILED) return NULL;
+  p = mmap(NULL, bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED) {
+    munmap(*shadow, bytes);
+    return NULL;
+  }
+  return p;
+}
+
+/* Hidden device memory of `rounded` bytes: a memfd mapped twice. */
+static CUresult hidden_allocate(struct allocation *a, size_t rounded) {
+  int fd = memfd_create("fake-cuda-device", MFD_CLOEXEC);
+  if (fd < 0) return CUDA_ERROR_OUT_OF_MEMORY;
+  if (ftruncate(fd, (off_t)rounded) != 0) {
+    close(fd);
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  }
+  a->p = map_hidden(fd, rounded, &a->shadow);
+  if (a->p == NULL) {
+    close(fd);
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  }
+  a->fd = fd;
+  return CUDA_SUCCESS;
+}
+
+/* Allocates `bytes` on `device` (or FAKE_HOST); the caller holds fake_lock.
+   `hidden`: device memory the host cannot address (FAKE_CUDA_HIDDEN). */
+static CUresult fake_allocate_as(void **out, size_t bytes, int device, int hidden) {
   size_t rounded, *used, capacity;
   struct allocation *a;
   void *p = NULL;
@@ -129,9 +201,17 @@ static CUresult fake_allocate(void **out, size_t bytes, int device) {
   used = device == FAKE_HOST ? &fake_host_used : &fake_used_bytes[device];
   capacity = device == FAKE_HOST ? fake_host_capacity : fake_capacity;
   if (rounded > capacity - *used) return CUDA_ERROR_OUT_OF_MEMORY;
-  a = (struct allocation *)malloc(sizeof *a);
+  a = (struct allocation *)calloc(1, sizeof *a);
   if (a == NULL) return CUDA_ERROR_OUT_OF_MEMORY;
-  if (posix_memalign(&p, FAKE_ALIGNMENT, rounded) != 0) {
+  a->fd = -1;
+  if (hidden) {
+    CUresult r = hidden_allocate(a, rounded);
+    if (r != CUDA_SUCCESS) {
+      free(a);
+      return r;
+    }
+    p = a->p;
+  } else if (posix_memalign(&p, FAKE_ALIGNMENT, rounded) != 0) {
     free(a);
     return CUDA_ERROR_OUT_OF_MEMORY;
   }
@@ -146,18 +226,73 @@ static CUresult fake_allocate(void **out, size_t bytes, int device) {
   return CUDA_SUCCESS;
 }
 
+static CUresult fake_allocate(void **out, size_t bytes, int device) {
+  return fake_allocate_as(out, bytes, device, 0);
+}
+
+/* Gives back the memory of `a` (not the record). */
+static void unmap_allocation(struct allocation *a) {
+  if (a->shadow != NULL) {
+    munmap(a->shadow, a->bytes);
+    munmap(a->p, a->bytes);
+    if (a->fd >= 0) close(a->fd);
+  } else {
+    free(a->p);
+  }
+}
+
+/* The allocation that holds [p, p + bytes), or NULL; the caller holds
+   fake_lock. */
+static struct allocation *allocation_holding(uintptr_t p, size_t bytes) {
+  struct allocation *a;
+  for (a = fake_live; a != NULL; a = a->next) {
+    uintptr_t base = (uintptr_t)a->p;
+    if (p >= base && p - base < a->bytes && bytes <= a->bytes - (p - base)) return a;
+  }
+  return NULL;
+}
+
+/* Hidden memory mapped with cuMemMap that holds p: its shadow for p, and
+   in *avail the bytes from p to the mapping's end; NULL when none. The
+   caller holds fake_lock. (Defined with the virtual memory functions.) */
+static void *mapped_view(uintptr_t p, size_t *avail);
+
+/* Where the host reaches p: the shadow of hidden memory, with in *avail the
+   bytes from p to the end of that memory (a copy may go on into the next
+   mapping, as device addresses do), else p itself and SIZE_MAX. */
+static void *host_view(uintptr_t p, size_t *avail) {
+  struct allocation *a;
+  void *out = (void *)p;
+  *avail = SIZE_MAX;
+  pthread_mutex_lock(&fake_lock);
+  for (a = fake_live; a != NULL; a = a->next) {
+    uintptr_t base = (uintptr_t)a->p;
+    if (a->shadow == NULL || p < base || p - base >= a->bytes) continue;
+    out = (char *)a->shadow + (p - base);
+    *avail = a->bytes - (p - base);
+    pthread_mutex_unlock(&fake_lock);
+    return out;
+  }
+  {
+    void *m = mapped_view(p, avail);
+    if (m != NULL) out = m;
+  }
+  pthread_mutex_unlock(&fake_lock);
+  return out;
+}
+
 /* Frees p if it is live and of the right sort; the caller holds fake_lock. */
 static CUresult fake_release(void *p, int host) {
   struct allocation **link = &fake_live;
   for (; *link != NULL; link = &(*link)->next) {
     struct allocation *a = *link;
     if (a->p != p) continue;
-    if ((a->device == FAKE_HOST) != host) return CUDA_ERROR_INVALID_VALUE;
+    if ((a->device == FAKE_HOST) != host || a->imported) return CUDA_ERROR_INVALID_VALUE;
     if (a->device == FAKE_HOST) fake_host_used -= a->bytes;
     else fake_used_bytes[a->device] -= a->bytes;
     *link = a->next;
     --fake_live_count;
-    free(a->p);
+    unmap_allocation(a);
     free(a);
     return CUDA_SUCCESS;
   }
@@ -184,6 +319,8 @@ CUresult cuInit(unsigned int flags) {
           fake_granularity % (size_t)sysconf(_SC_PAGESIZE) != 0)
         fake_granularity = (size_t)2 << 20;
       fake_no_vmm = env_size("FAKE_CUDA_NO_VMM", 0) != 0;
+      fake_hidden = env_size("FAKE_CUDA_HIDDEN", 0) != 0;
+      fake_no_peer = env_size("FAKE_CUDA_NO_PEER", 0) != 0;
       for (i = 0; i < fake_devices; ++i) fake_contexts[i].device = i;
       fake_initialised = 1;
     }
@@ -275,7 +412,7 @@ CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytes) {
   if (dptr == NULL) return CUDA_ERROR_INVALID_VALUE;
   if (device < 0) return CUDA_ERROR_INVALID_CONTEXT;
   pthread_mutex_lock(&fake_lock);
-  r = fake_allocate(&p, bytes, device);
+  r = fake_allocate_as(&p, bytes, device, fake_hidden);
   pthread_mutex_unlock(&fake_lock);
   if (r == CUDA_SUCCESS) *dptr = (CUdeviceptr)(uintptr_t)p;
   return r;
@@ -341,6 +478,7 @@ CUresult cuDeviceGetAttribute(int *value, CUdevice_attribute attribute, CUdevice
   if (!checked_device(dev)) return CUDA_ERROR_INVALID_DEVICE;
   switch (attribute) {
     case CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED:
+    case CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED:
 #ifdef FAKE_CUDA_WITHOUT_VMM
       *value = 0;
 #else
@@ -386,10 +524,16 @@ struct reservation {
 };
 
 struct handle {
-  int device;
+  int device; /* -1: imported from another process's descriptor */
   size_t bytes;
   int mappings; /* live cuMemMap of it */
   int released; /* cuMemRelease called */
+  /* A memfd holding the bytes (hidden memory, or a shareable handle asked
+     for: CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR), else -1: then the
+     memory belongs to the addresses it is mapped at. */
+  int fd;
+  int exportable;  /* created with a POSIX file descriptor handle type */
+  int from_device; /* imported: the exporter's device, -1 when unknown */
   struct handle *next;
 };
 
@@ -397,6 +541,8 @@ struct mapping {
   uintptr_t base;
   size_t bytes;
   struct handle *handle;
+  void *shadow; /* hidden memory (FAKE_CUDA_HIDDEN): the bytes, else NULL */
+  int shared;   /* the handle's memfd is mapped at base */
   struct mapping *next;
 };
 
@@ -412,7 +558,8 @@ static int is_power_of_two(size_t x) { return x != 0 && (x & (x - 1)) == 0; }
 
 static int valid_prop(const CUmemAllocationProp *prop) {
   return prop != NULL && prop->type == CU_MEM_ALLOCATION_TYPE_PINNED &&
-         prop->requestedHandleTypes == CU_MEM_HANDLE_TYPE_NONE &&
+         (prop->requestedHandleTypes == CU_MEM_HANDLE_TYPE_NONE ||
+          prop->requestedHandleTypes == CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) &&
          prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE && checked_device(prop->location.id);
 }
 
@@ -432,9 +579,12 @@ static void handle_maybe_free(struct handle *h) {
   for (link = &fake_handles; *link != h; link = &(*link)->next) {
   }
   *link = h->next;
-  fake_used_bytes[h->device] -= h->bytes;
+  if (h->device >= 0) {
+    fake_used_bytes[h->device] -= h->bytes;
+    --fake_live_count;
+  }
+  if (h->fd >= 0) close(h->fd);
   --fake_live_handles;
-  --fake_live_count;
   free(h);
 }
 
@@ -554,6 +704,20 @@ CUresult cuMemCreate(CUmemGenericAllocationHandle *out, size_t size,
   }
   h->device = device;
   h->bytes = size;
+  h->fd = -1;
+  h->exportable = prop->requestedHandleTypes == CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+  if (fake_hidden || h->exportable) {
+    /* The name carries the device, for an importer's peer access check. */
+    char name[32];
+    snprintf(name, sizeof name, "fake-cuda-vmm:%d", device);
+    h->fd = memfd_create(name, MFD_CLOEXEC);
+    if (h->fd < 0 || ftruncate(h->fd, (off_t)size) != 0) {
+      if (h->fd >= 0) close(h->fd);
+      free(h);
+      pthread_mutex_unlock(&fake_lock);
+      return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+  }
   h->next = fake_handles;
   fake_handles = h;
   fake_used_bytes[device] += size;
@@ -601,6 +765,27 @@ CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAlloc
     pthread_mutex_unlock(&fake_lock);
     return result != CUDA_SUCCESS ? result : CUDA_ERROR_OUT_OF_MEMORY;
   }
+  m->shadow = NULL;
+  m->shared = h->fd >= 0;
+  if (m->shared) {
+    /* The handle's memfd at the addresses (PROT_NONE until cuMemSetAccess;
+       for ever when hidden: then the bytes are reached at the shadow, a
+       second mapping of it). */
+    void *shadow = NULL;
+    if (mmap((void *)base, size, PROT_NONE, MAP_SHARED | MAP_FIXED, h->fd, (off_t)offset) ==
+        MAP_FAILED)
+      shadow = MAP_FAILED;
+    else if (fake_hidden)
+      shadow = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, h->fd, (off_t)offset);
+    if (shadow == MAP_FAILED) {
+      mmap((void *)base, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED,
+           -1, 0);
+      pthread_mutex_unlock(&fake_lock);
+      free(m);
+      return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    m->shadow = shadow;
+  }
   m->base = base;
   m->bytes = size;
   m->handle = h;
@@ -632,8 +817,14 @@ CUresult cuMemUnmap(CUdeviceptr ptr, size_t size) {
   --fake_live_mappings;
   /* The memory is gone: the next mapping there starts from zeros, and a
      stray access faults. */
-  madvise((void *)m->base, m->bytes, MADV_DONTNEED);
-  mprotect((void *)m->base, m->bytes, PROT_NONE);
+  if (m->shared) {
+    if (m->shadow != NULL) munmap(m->shadow, m->bytes);
+    mmap((void *)m->base, m->bytes, PROT_NONE,
+         MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
+  } else {
+    madvise((void *)m->base, m->bytes, MADV_DONTNEED);
+    mprotect((void *)m->base, m->bytes, PROT_NONE);
+  }
   --m->handle->mappings;
   handle_maybe_free(m->handle);
   pthread_mutex_unlock(&fake_lock);
@@ -669,13 +860,100 @@ CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc *des
       pthread_mutex_unlock(&fake_lock);
       return CUDA_ERROR_INVALID_VALUE;
     }
+    /* Another device reaches this memory only over a peer path. */
+    for (i = 0; i < count; ++i) {
+      const int owner = m->handle->device >= 0 ? m->handle->device : m->handle->from_device;
+      if (desc[i].location.id != owner && owner >= 0 && fake_no_peer) {
+        pthread_mutex_unlock(&fake_lock);
+        return CUDA_ERROR_INVALID_DEVICE;
+      }
+    }
     cursor += m->bytes;
   }
-  if (!injected_failure("cuMemSetAccess", &result) &&
+  if (!injected_failure("cuMemSetAccess", &result) && !fake_hidden &&
       mprotect((void *)(uintptr_t)ptr, size, prot) != 0)
     result = CUDA_ERROR_OUT_OF_MEMORY;
   pthread_mutex_unlock(&fake_lock);
   return result;
+}
+
+/* A descriptor of a handle's memory, for another process (which takes a
+   copy of it, e.g. with pidfd_getfd). */
+CUresult cuMemExportToShareableHandle(void *shareable, CUmemGenericAllocationHandle value,
+                                      CUmemAllocationHandleType type, unsigned long long flags) {
+  struct handle *h;
+  int fd = -1;
+  if (shareable == NULL || flags != 0 || type != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)
+    return CUDA_ERROR_INVALID_VALUE;
+  pthread_mutex_lock(&fake_lock);
+  h = find_handle(value);
+  /* Only a handle created with this handle type can be exported so. */
+  if (h != NULL && !h->released && h->exportable) fd = fcntl(h->fd, F_DUPFD_CLOEXEC, 0);
+  pthread_mutex_unlock(&fake_lock);
+  if (h == NULL || h->released || !h->exportable) return CUDA_ERROR_INVALID_VALUE;
+  if (fd < 0) return CUDA_ERROR_OUT_OF_MEMORY;
+  *(int *)shareable = fd;
+  return CUDA_SUCCESS;
+}
+
+/* A new handle to the memory a descriptor names; the caller keeps (and
+   closes) its descriptor. */
+CUresult cuMemImportFromShareableHandle(CUmemGenericAllocationHandle *out, void *os,
+                                        CUmemAllocationHandleType type) {
+  struct handle *h;
+  struct stat st;
+  const int fd = (int)(uintptr_t)os;
+  if (out == NULL || type != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)
+    return CUDA_ERROR_INVALID_VALUE;
+  if (current_device() < 0) return CUDA_ERROR_INVALID_CONTEXT;
+  if (fstat(fd, &st) != 0 || st.st_size <= 0 || (size_t)st.st_size % fake_granularity != 0)
+    return CUDA_ERROR_INVALID_VALUE;
+  h = (struct handle *)calloc(1, sizeof *h);
+  if (h == NULL) return CUDA_ERROR_OUT_OF_MEMORY;
+  h->fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+  if (h->fd < 0) {
+    free(h);
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  }
+  h->device = -1; /* charged to the exporter's device, in its process */
+  h->from_device = -1;
+  {
+    /* The exporter's device, from the memfd's name ("/memfd:fake-cuda-vmm:N"). */
+    char link[64], target[128];
+    ssize_t n;
+    const char *colon;
+    snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+    n = readlink(link, target, sizeof target - 1);
+    target[n > 0 ? n : 0] = '\0';
+    colon = strstr(target, "fake-cuda-vmm:");
+    if (colon != NULL) h->from_device = atoi(colon + strlen("fake-cuda-vmm:"));
+  }
+  h->bytes = (size_t)st.st_size;
+  pthread_mutex_lock(&fake_lock);
+  h->next = fake_handles;
+  fake_handles = h;
+  ++fake_live_handles;
+  pthread_mutex_unlock(&fake_lock);
+  *out = (CUmemGenericAllocationHandle)(uintptr_t)h;
+  return CUDA_SUCCESS;
+}
+
+static void *mapped_view(uintptr_t p, size_t *avail) {
+  struct mapping *m;
+  for (m = fake_mappings; m != NULL; m = m->next) {
+    if (m->shadow == NULL || p < m->base || p - m->base >= m->bytes) continue;
+    *avail = m->bytes - (p - m->base);
+    return (char *)m->shadow + (p - m->base);
+  }
+  return NULL;
+}
+
+#else
+
+static void *mapped_view(uintptr_t p, size_t *avail) {
+  (void)p;
+  (void)avail;
+  return NULL;
 }
 
 #endif /* FAKE_CUDA_WITHOUT_VMM */
@@ -962,11 +1240,180 @@ CUresult cuStreamWaitEvent(CUstream stream, CUevent event, unsigned int flags) {
   return submit(stream, FAKE_WAIT, NULL, NULL, 0, NULL, NULL, event);
 }
 
+/* Unified addressing: the direction comes from the addresses; hidden
+   device memory is reached through its shadow. */
 CUresult cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream stream) {
   if (bytes == 0) return CUDA_SUCCESS;
   if (dst == 0 || src == 0) return CUDA_ERROR_INVALID_VALUE;
-  return submit(stream, FAKE_COPY, (void *)(uintptr_t)dst, (const void *)(uintptr_t)src, bytes,
-                NULL, NULL, NULL);
+  /* A copy that crosses from one piece of hidden memory into the next
+     (adjacent mappings of a reserved range) goes as one copy per piece. */
+  while (bytes != 0) {
+    size_t to_avail, from_avail, n = bytes;
+    void *to = host_view((uintptr_t)dst, &to_avail);
+    void *from = host_view((uintptr_t)src, &from_avail);
+    CUresult r;
+    if (to_avail < n) n = to_avail;
+    if (from_avail < n) n = from_avail;
+    r = submit(stream, FAKE_COPY, to, from, n, NULL, NULL, NULL);
+    if (r != CUDA_SUCCESS) return r;
+    dst += n;
+    src += n;
+    bytes -= n;
+  }
+  return CUDA_SUCCESS;
+}
+
+/* ---- peer access, address ranges and interprocess memory ---- */
+
+CUresult cuDeviceCanAccessPeer(int *can, CUdevice dev, CUdevice peer) {
+  if (can == NULL) return CUDA_ERROR_INVALID_VALUE;
+  if (!checked_device(dev) || !checked_device(peer)) return CUDA_ERROR_INVALID_DEVICE;
+  *can = dev != peer && !fake_no_peer;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuCtxEnablePeerAccess(CUcontext peer, unsigned int flags) {
+  int device = current_device(), other;
+  CUresult r = CUDA_SUCCESS;
+  if (flags != 0) return CUDA_ERROR_INVALID_VALUE;
+  if (device < 0 || peer == NULL || peer < fake_contexts || peer >= fake_contexts + fake_devices ||
+      peer->device == device)
+    return CUDA_ERROR_INVALID_CONTEXT;
+  other = peer->device;
+  if (fake_no_peer) return CUDA_ERROR_PEER_ACCESS_UNSUPPORTED;
+  pthread_mutex_lock(&fake_lock);
+  if (fake_peer_enabled[device][other]) r = CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED;
+  fake_peer_enabled[device][other] = 1;
+  pthread_mutex_unlock(&fake_lock);
+  return r;
+}
+
+CUresult cuMemGetAddressRange_v2(CUdeviceptr *base, size_t *size, CUdeviceptr ptr) {
+  struct allocation *a;
+  if (current_device() < 0) return CUDA_ERROR_INVALID_CONTEXT;
+  pthread_mutex_lock(&fake_lock);
+  a = allocation_holding((uintptr_t)ptr, 1);
+  if (a != NULL && a->device != FAKE_HOST) {
+    if (base != NULL) *base = (CUdeviceptr)(uintptr_t)a->p;
+    if (size != NULL) *size = a->bytes;
+  }
+  pthread_mutex_unlock(&fake_lock);
+  return a != NULL && a->device != FAKE_HOST ? CUDA_SUCCESS : CUDA_ERROR_NOT_FOUND;
+}
+
+/* What a fake handle holds (CU_IPC_HANDLE_SIZE bytes). */
+struct fake_ipc {
+  unsigned magic;
+  int fd;
+  long pid;
+  size_t bytes;
+};
+#define FAKE_IPC_MAGIC 0x1bcfa4e5u
+
+CUresult cuIpcGetMemHandle(CUipcMemHandle *handle, CUdeviceptr ptr) {
+  struct allocation *a;
+  struct fake_ipc h;
+  CUresult r = CUDA_SUCCESS;
+  if (handle == NULL) return CUDA_ERROR_INVALID_VALUE;
+  if (current_device() < 0) return CUDA_ERROR_INVALID_CONTEXT;
+  memset(&h, 0, sizeof h);
+  pthread_mutex_lock(&fake_lock);
+  a = allocation_holding((uintptr_t)ptr, 1);
+  if (a == NULL || a->device == FAKE_HOST || a->imported || (uintptr_t)a->p != (uintptr_t)ptr) {
+    r = CUDA_ERROR_INVALID_VALUE; /* not the base of device memory of this process */
+  } else if (a->fd < 0) {
+    r = CUDA_ERROR_NOT_SUPPORTED; /* only hidden memory has a memfd to share */
+  } else {
+    h.magic = FAKE_IPC_MAGIC;
+    h.fd = a->fd;
+    h.pid = (long)getpid();
+    h.bytes = a->bytes;
+  }
+  pthread_mutex_unlock(&fake_lock);
+  if (r != CUDA_SUCCESS) return r;
+  memset(handle, 0, sizeof *handle);
+  memcpy(handle->reserved, &h, sizeof h);
+  return CUDA_SUCCESS;
+}
+
+CUresult cuIpcOpenMemHandle_v2(CUdeviceptr *ptr, CUipcMemHandle handle, unsigned int flags) {
+  struct fake_ipc h;
+  struct allocation *a;
+  char path[64];
+  struct stat st;
+  int device = current_device(), fd;
+  if (ptr == NULL || flags != CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS) return CUDA_ERROR_INVALID_VALUE;
+  if (device < 0) return CUDA_ERROR_INVALID_CONTEXT;
+  memcpy(&h, handle.reserved, sizeof h);
+  if (h.magic != FAKE_IPC_MAGIC || h.bytes == 0) return CUDA_ERROR_INVALID_HANDLE;
+  /* The driver refuses a handle in the process that exported it. */
+  if (h.pid == (long)getpid()) return CUDA_ERROR_INVALID_CONTEXT;
+  pthread_mutex_lock(&fake_lock);
+  for (a = fake_live; a != NULL; a = a->next) {
+    if (a->imported && a->owner_pid == h.pid && a->owner_fd == h.fd && a->device == device) {
+      ++a->imported; /* opened again by this context: the same address */
+      *ptr = (CUdeviceptr)(uintptr_t)a->p;
+      pthread_mutex_unlock(&fake_lock);
+      return CUDA_SUCCESS;
+    }
+  }
+  pthread_mutex_unlock(&fake_lock);
+  snprintf(path, sizeof path, "/proc/%ld/fd/%d", h.pid, h.fd);
+  fd = open(path, O_RDWR | O_CLOEXEC);
+  if (fd < 0) return CUDA_ERROR_INVALID_HANDLE; /* the exporter or its memory is gone */
+  if (fstat(fd, &st) != 0 || (size_t)st.st_size < h.bytes) {
+    close(fd);
+    return CUDA_ERROR_INVALID_HANDLE;
+  }
+  a = (struct allocation *)calloc(1, sizeof *a);
+  if (a == NULL) {
+    close(fd);
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  }
+  a->p = map_hidden(fd, h.bytes, &a->shadow);
+  close(fd); /* the mappings keep the memory */
+  if (a->p == NULL) {
+    free(a);
+    return CUDA_ERROR_MAP_FAILED;
+  }
+  a->bytes = h.bytes;
+  a->device = device;
+  a->fd = -1;
+  a->imported = 1;
+  a->owner_pid = h.pid;
+  a->owner_fd = h.fd;
+  pthread_mutex_lock(&fake_lock);
+  a->next = fake_live;
+  fake_live = a;
+  ++fake_live_imports;
+  pthread_mutex_unlock(&fake_lock);
+  *ptr = (CUdeviceptr)(uintptr_t)a->p;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuIpcCloseMemHandle(CUdeviceptr ptr) {
+  struct allocation **link, *a = NULL;
+  if (current_device() < 0) return CUDA_ERROR_INVALID_CONTEXT;
+  pthread_mutex_lock(&fake_lock);
+  for (link = &fake_live; *link != NULL; link = &(*link)->next) {
+    if ((*link)->imported && (uintptr_t)(*link)->p == (uintptr_t)ptr) {
+      a = *link;
+      if (--a->imported == 0) {
+        *link = a->next;
+        --fake_live_imports;
+      } else {
+        a = (struct allocation *)1; /* still open */
+      }
+      break;
+    }
+  }
+  pthread_mutex_unlock(&fake_lock);
+  if (a == NULL) return CUDA_ERROR_INVALID_VALUE;
+  if (a != (struct allocation *)1) {
+    unmap_allocation(a);
+    free(a);
+  }
+  return CUDA_SUCCESS;
 }
 
 CUresult cuLaunchHostFunc(CUstream stream, CUhostFn fn, void *user_data) {
@@ -1048,6 +1495,13 @@ static const struct {
      "an illegal memory access was encountered"},
     {CUDA_ERROR_NOT_READY, "CUDA_ERROR_NOT_READY", "device not ready"},
     {CUDA_ERROR_INVALID_HANDLE, "CUDA_ERROR_INVALID_HANDLE", "invalid resource handle"},
+    {CUDA_ERROR_MAP_FAILED, "CUDA_ERROR_MAP_FAILED", "mapping of buffer object failed"},
+    {CUDA_ERROR_PEER_ACCESS_UNSUPPORTED, "CUDA_ERROR_PEER_ACCESS_UNSUPPORTED",
+     "peer access is not supported between these two devices"},
+    {CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED, "CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED",
+     "peer access is already enabled"},
+    {CUDA_ERROR_NOT_FOUND, "CUDA_ERROR_NOT_FOUND", "named symbol not found"},
+    {CUDA_ERROR_NOT_SUPPORTED, "CUDA_ERROR_NOT_SUPPORTED", "operation not supported"},
 };
 
 CUresult cuGetErrorName(CUresult error, const char **name) {
@@ -1090,6 +1544,25 @@ int fake_cuda_retain_count(int device) {
   if (device < 0 || device >= FAKE_MAX_DEVICES) return -1;
   pthread_mutex_lock(&fake_lock);
   n = fake_contexts[device].retains;
+  pthread_mutex_unlock(&fake_lock);
+  return n;
+}
+
+/* Another process's memory opened here (cuIpcOpenMemHandle), not closed. */
+long fake_cuda_live_imports(void) {
+  long n;
+  pthread_mutex_lock(&fake_lock);
+  n = fake_live_imports;
+  pthread_mutex_unlock(&fake_lock);
+  return n;
+}
+
+/* Whether cuCtxEnablePeerAccess let `device` address `peer`'s memory. */
+int fake_cuda_peer_enabled(int device, int peer) {
+  int n;
+  if (device < 0 || device >= FAKE_MAX_DEVICES || peer < 0 || peer >= FAKE_MAX_DEVICES) return -1;
+  pthread_mutex_lock(&fake_lock);
+  n = fake_peer_enabled[device][peer];
   pthread_mutex_unlock(&fake_lock);
   return n;
 }

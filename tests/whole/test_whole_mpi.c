@@ -12,17 +12,25 @@
  * verdict and no rank leaves the others waiting. Only rank 0 prints
  * cmocka's report; every rank prints its own failures to stderr.
  *
- * Runs with DAO_SIM_DEVICES=4x64MiB (each process its own SIM devices). */
+ * Runs with DAO_SIM_DEVICES=4x64MiB (each process its own SIM devices).
+ *
+ * `test_whole_mpi cuda` runs the checks of CUDA devices instead, each
+ * process on a device of its own fake driver (DAO_CUDA_LIBRARY,
+ * FAKE_CUDA_HIDDEN=1: device memory the host cannot touch): chunked and
+ * distributed memory between processes through CUDA IPC (the fake driver
+ * maps the exporter's memfd through /proc/<pid>/fd), continuous memory
+ * through file descriptors of the driver's virtual memory (pidfd_getfd). */
 #define _GNU_SOURCE
 #define OMPI_SKIP_MPICXX 1
 #define MPICH_SKIP_MPICXX 1
 
+#include <dlfcn.h>
 #include <unistd.h>
 
 #include <dao/whole_mpi.h>
 
 #include "dao_test.h"
-#include "whole/whole_body.h"
+#include "whole/whole_cuda_body.h"
 
 static int world_rank, world_size;
 static char file_prefix[256];
@@ -213,16 +221,92 @@ static void test_bad_create(void **state) {
   assert_int_equal(total, 0);
 }
 
+/* --- CUDA devices (`test_whole_mpi cuda`) ---------------------------------- */
+
+/* arg: the tag of this group's files (groups split from the world run at
+   once). */
+static void body_cuda(wb_ctx *c, void *arg) {
+  dao_whole_desc d = wb_desc(DAO_WHOLE_CONTINUOUS, DAO_WHOLE_DEVICE, 100, 16);
+  dao_whole *w = (dao_whole *)1;
+  dao_place mine;
+  void *filler = NULL;
+  int t;
+  WB_OK(c, dao_comm_rank_place(c->comm, c->rank, &mine));
+  WB_CHECKF(c, wc_all_shapes(c, DAO_WHOLE_CONTINUOUS) == 1,
+            "continuous over file descriptors of the driver's virtual memory");
+  WB_CHECKF(c, wc_all_shapes(c, DAO_WHOLE_CHUNKED) == 1, "chunked over CUDA IPC");
+  WB_CHECKF(c, wc_all_shapes(c, DAO_WHOLE_DISTRIBUTED) == 1, "distributed over CUDA IPC");
+  wc_files(c, (const char *)arg);
+  /* The last rank's device is nearly full: every rank fails alike, nothing
+     stays allocated or mapped. */
+  if (c->rank == c->size - 1) WB_OK(c, dao_alloc(mine, (size_t)48 << 20, &filler));
+  for (t = DAO_WHOLE_CONTINUOUS; t <= DAO_WHOLE_DISTRIBUTED; ++t) {
+    char needle[64];
+    size_t used0 = 0, used1 = 0;
+    d = wb_desc((dao_whole_type)t, DAO_WHOLE_DEVICE, (size_t)c->size * 24, (size_t)1 << 20);
+    snprintf(needle, sizeof needle, "on rank %d of %d", c->size - 1, c->size);
+    WB_OK(c, dao_used_internal(mine, &used0));
+    WB_FAILS(c, dao_whole_create(c->comm, &d, &w), DAO_ERR_OUT_OF_MEMORY, needle);
+    WB_CHECK(c, strstr(dao_last_error(), "cuda:") != NULL);
+    WB_CHECK(c, w == NULL);
+    WB_OK(c, dao_used_internal(mine, &used1));
+    WB_CHECK(c, used1 == used0);
+  }
+  if (filler != NULL) WB_OK(c, dao_free(mine, filler));
+  /* The ranks still work together, and host memory works as ever. */
+  WB_CHECK(c, wc_roundtrip(c, DAO_WHOLE_CHUNKED, 1000, 8, 6) == 1);
+  WB_CHECK(c, wb_roundtrip(c, DAO_WHOLE_CONTINUOUS, DAO_WHOLE_HOST, 500, 12, 4) == 1);
+}
+
+static dao_place cuda_place(void) {
+  int n = 0;
+  assert_int_equal(dao_place_device_count(DAO_PLACE_CUDA, &n), DAO_OK);
+  assert_true(n > 0);
+  return dao_place_cuda(world_rank % n);
+}
+
+static void test_cuda(void **state) {
+  (void)state;
+  run_mpi(MPI_COMM_WORLD, cuda_place(), body_cuda, (void *)"world");
+}
+
+static void test_cuda_split(void **state) {
+  MPI_Comm half;
+  (void)state;
+  MPI_Comm_split(MPI_COMM_WORLD, world_rank % 2, world_rank, &half);
+  run_mpi(half, cuda_place(), body_cuda, (void *)(world_rank % 2 == 0 ? "even" : "odd"));
+  MPI_Comm_free(&half);
+}
+
+/* Another process's memory is mapped only while an object lives. */
+static void test_cuda_nothing_left(void **state) {
+  const char *path = getenv("DAO_CUDA_LIBRARY");
+  void *handle = path != NULL ? dlopen(path, RTLD_NOW | RTLD_NOLOAD) : NULL;
+  long (*imports)(void) = NULL;
+  (void)state;
+  assert_non_null(handle);
+  *(void **)&imports = dlsym(handle, "fake_cuda_live_imports");
+  assert_non_null(imports);
+  assert_int_equal(imports(), 0);
+}
+
 int main(int argc, char **argv) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_bad_create), cmocka_unit_test(test_host),
       cmocka_unit_test(test_sim_places), cmocka_unit_test(test_disagreement),
       cmocka_unit_test(test_files),      cmocka_unit_test(test_split),
   };
+  const struct CMUnitTest cuda_tests[] = {
+      cmocka_unit_test(test_cuda),
+      cmocka_unit_test(test_cuda_split),
+      cmocka_unit_test(test_cuda_nothing_left),
+  };
+  int cuda = 0;
   int provided = 0, result;
   long pid;
   const char *tmp = getenv("TMPDIR");
   MPI_Init_thread(&argc, &argv, MPI_THREAD_SERIALIZED, &provided);
+  cuda = argc > 1 && strcmp(argv[1], "cuda") == 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
   MPI_Comm_size(MPI_COMM_WORLD, &world_size);
   pid = (long)getpid();
@@ -230,7 +314,8 @@ int main(int argc, char **argv) {
   snprintf(file_prefix, sizeof file_prefix, "%s/dao-test-whole-mpi-%ld",
            tmp != NULL && tmp[0] != '\0' ? tmp : "/tmp", pid);
   if (world_rank != 0 && freopen("/dev/null", "w", stdout) == NULL) return 1;
-  result = cmocka_run_group_tests(tests, NULL, NULL);
+  result = cuda ? cmocka_run_group_tests(cuda_tests, NULL, NULL)
+                : cmocka_run_group_tests(tests, NULL, NULL);
   MPI_Finalize();
   return result;
 }

@@ -1979,7 +1979,8 @@ contains
   end function whole_entry_rank
 
   !> This rank's own part: its address (c_f_pointer it to an array of the
-  !> entry type) and, optionally, its range.
+  !> entry type, except on a CUDA device: there it is a device address, for
+  !> kernels and driver copies) and, optionally, its range.
   subroutine whole_local(self, ptr, range, status)
     class(dao_whole), intent(in) :: self
     type(c_ptr), intent(out) :: ptr

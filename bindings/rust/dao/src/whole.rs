@@ -489,8 +489,9 @@ impl<'c> WholeMemory<'c> {
     }
 
     /// This rank's own part: the address of its first byte (host-accessible
-    /// memory, valid while `self` lives; NULL when the rank owns no entries,
-    /// except for continuous objects) and its range
+    /// memory, except on a CUDA device, where it is a device address for
+    /// kernels and driver copies; valid while `self` lives; NULL when the
+    /// rank owns no entries, except for continuous objects) and its range
     /// (`dao_whole_get_local`).
     pub fn local(&self) -> Result<(*mut u8, WholeRange)> {
         let mut p = ptr::null_mut();
