@@ -172,6 +172,7 @@ typedef struct run_result {
   dao_tiered_stats stats;
   uint64_t written_to_device; /* bytes of writes that went straight to the device
                                  (link stats bytes_to_device - bytes_fetched) */
+  uint64_t copy_ns;           /* link stats: time any copy was under way */
   double wall_s;              /* submit .. synchronize */
   uint64_t kernel_ns;         /* inside kernel functions */
   uint64_t kernels;           /* submitted */

@@ -191,6 +191,7 @@ int replay(const trace *t, uint64_t budget, const char *config, double spin_ns_p
     ls.struct_size = sizeof ls;
     CHECK(dao_tiered_get_link_stats(pool, &ls));
     r->written_to_device = ls.bytes_to_device - r->stats.bytes_fetched;
+    r->copy_ns = ls.copy_ns;
   }
   if (r->stats.kernels_run != r->kernels) {
     fprintf(stderr, "bench_tiered: %s: %llu kernels submitted, %llu run\n", t->name,

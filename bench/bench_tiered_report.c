@@ -207,10 +207,17 @@ int bench_trace(const trace *t, int quick, int first, trace_summary *sum) {
   }
 
   /* Executor overhead with everything fitting: tensors created and written
-     before the timed part; best of a few runs. */
+     before the timed part; best of a few runs. The executor's own time:
+     wall minus the time inside kernel functions and minus the time the
+     executor waited for copies (stall_ns), the latter counted at most up to
+     the time a copy was under way (copy_ns), so that waiting for a thread
+     to wake up stays in the overhead. The pre-existing tensors written
+     before the timed part still cross the link at their first use, into
+     device memory touched for the first time: that is the link's time, not
+     the executor's. The wall minus the kernels alone is printed too. */
   {
     int reps = quick ? 1 : 3;
-    double best = -1;
+    double best = -1, best_raw = -1, stall_us = 0;
     uint64_t evictions = 0;
     for (int k = 0; k < reps; ++k) {
       r = replay(t, unlimited, "policy=belady", 0, pre_data, 1, 0, &run);
@@ -224,16 +231,26 @@ int bench_trace(const trace *t, int quick, int first, trace_summary *sum) {
                 bad);
         rc = 1;
       }
-      double us = (run.wall_s * 1e9 - (double)run.kernel_ns) / 1e3 / (double)run.kernels;
-      if (best < 0 || us < best) best = us;
+      const double kernels = (double)run.kernels;
+      const double raw = (run.wall_s * 1e9 - (double)run.kernel_ns) / 1e3 / kernels;
+      const uint64_t waited = run.stats.stall_ns < run.copy_ns ? run.stats.stall_ns : run.copy_ns;
+      const double us = raw - (double)waited / 1e3 / kernels;
+      if (best < 0 || us < best) {
+        best = us;
+        stall_us = raw - us;
+      }
+      if (best_raw < 0 || raw < best_raw) best_raw = raw;
       evictions += run.stats.evictions;
       free(run.hashes);
       run.hashes = NULL;
     }
     sum->overhead_us = best;
     printf("executor overhead, everything fitting (%s budget, %llu evictions): %.2f us per kernel "
-           "(best of %d; (wall - time in kernels) / kernels)\n",
-           format_bytes(unlimited, b1, sizeof b1), (unsigned long long)evictions, best, reps);
+           "(best of %d; (wall - time in kernels - time waiting for copies under way) / kernels; "
+           "that run waited %.2f us per kernel for copies; wall - time in kernels alone, best: "
+           "%.2f us)\n",
+           format_bytes(unlimited, b1, sizeof b1), (unsigned long long)evictions, best, reps,
+           stall_us, best_raw);
   }
 out:
   free(base.hashes);

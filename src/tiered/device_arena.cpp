@@ -17,13 +17,38 @@ device_arena::device_arena(std::size_t capacity)
   }
 }
 
+// The free index's nodes are reused (issue 21): a take or a release, which
+// every eviction and fetch makes, allocates nothing in steady state.
+void device_arena::free_insert(const free_key& k) {
+  if (spare_.empty()) {
+    free_.insert(k);  // may throw: nothing changed then
+    return;
+  }
+  std::set<free_key>::node_type node = std::move(spare_.back());
+  spare_.pop_back();
+  node.value() = k;
+  free_.insert(std::move(node));
+}
+
+bool device_arena::free_erase(const free_key& k) noexcept {
+  std::set<free_key>::node_type node = free_.extract(k);
+  if (node.empty()) return false;
+  // At most as many spare nodes as the index has held entries at once.
+  try {
+    spare_.push_back(std::move(node));
+  } catch (...) {
+    // Not kept: the node is freed with `node`.
+  }
+  return true;
+}
+
 void device_arena::index_free(const arena_block& b) {
-  free_.insert(free_key{b.size, b.offset});
+  free_insert(free_key{b.size, b.offset});
   free_bytes_ += b.size;
 }
 
 void device_arena::unindex_free(const arena_block& b) noexcept {
-  if (free_.erase(free_key{b.size, b.offset}) != 0) free_bytes_ -= b.size;
+  if (free_erase(free_key{b.size, b.offset})) free_bytes_ -= b.size;
 }
 
 long device_arena::find_free(std::size_t size) const noexcept {
@@ -101,20 +126,20 @@ std::size_t device_arena::take(std::size_t index, std::size_t size, tiered_tenso
     if (index + 1 < blocks_.size() && blocks_[index + 1].owner == nullptr) {
       arena_block& next = blocks_[index + 1];
       // Allocates first (may throw: nothing changed then).
-      free_.insert(free_key{next.size + rest.size, rest.offset});
-      free_.erase(free_key{next.size, next.offset});
-      free_.erase(free_key{b.size, b.offset});
+      free_insert(free_key{next.size + rest.size, rest.offset});
+      free_erase(free_key{next.size, next.offset});
+      free_erase(free_key{b.size, b.offset});
       next.offset = rest.offset;
       next.size += rest.size;
     } else {
       blocks_.insert(blocks_.begin() + static_cast<long>(index) + 1, rest);  // may throw
       try {
-        free_.insert(free_key{rest.size, rest.offset});
+        free_insert(free_key{rest.size, rest.offset});
       } catch (...) {
         blocks_.erase(blocks_.begin() + static_cast<long>(index) + 1);
         throw;
       }
-      free_.erase(free_key{blocks_[index].size, blocks_[index].offset});
+      free_erase(free_key{blocks_[index].size, blocks_[index].offset});
     }
     arena_block& taken = blocks_[index];
     taken.size = size;
@@ -198,7 +223,10 @@ std::vector<arena_move> device_arena::compact() {
   }
   if (at < capacity_) packed.push_back(arena_block{at, capacity_ - at, nullptr});
   blocks_.swap(packed);
-  free_.clear();
+  while (!free_.empty()) {
+    const free_key k = *free_.begin();
+    free_erase(k);
+  }
   free_bytes_ = 0;
   if (at < capacity_) index_free(blocks_.back());
   return moves;

@@ -108,6 +108,10 @@ class device_arena {
 
  private:
   using free_key = std::pair<std::size_t, std::size_t>;  // (size, offset)
+  // Adds / removes an entry of the free index, reusing removed nodes (the
+  // insert throws only when there is none to reuse: nothing changed then).
+  void free_insert(const free_key& k);
+  bool free_erase(const free_key& k) noexcept;
   void index_free(const arena_block& b);
   void unindex_free(const arena_block& b) noexcept;
   // Merges the free blocks [first, last], none of them in the index, into
@@ -116,7 +120,8 @@ class device_arena {
 
   std::size_t capacity_;
   std::vector<arena_block> blocks_;
-  std::set<free_key> free_;  // every free block
+  std::set<free_key> free_;                           // every free block
+  std::vector<std::set<free_key>::node_type> spare_;  // nodes to reuse
   std::size_t free_bytes_ = 0;
 };
 

@@ -111,6 +111,9 @@ class executor {
   void trim_when_idle(std::unique_lock<std::mutex>& lock);
   void copy_out(tiered_op& o, std::unique_lock<std::mutex>& lock);
   void prefetch_after();
+  // Starts loading what the kernels queued next will touch (prefetch
+  // instructions only: reads nothing the executor relies on, changes nothing).
+  void warm_ahead() const noexcept;
   void discard(tiered_op& o);
   void finish(tiered_op* o);
   void recycle_op(tiered_op* o) noexcept;

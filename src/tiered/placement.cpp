@@ -225,11 +225,11 @@ arena_run placement::best_run(std::size_t need, std::uint64_t now, const evictab
 }
 
 bool placement::make_resident(tiered_tensor& t, std::uint64_t now, const evictable_fn& evictable,
-                              bool may_fail) {
+                              bool may_fail, const arena_run* known) {
   const std::size_t need = arena_round(t.bytes);
   long index = arena_.find_free(need);
   if (index < 0) {
-    const arena_run run = best_run(need, now, evictable);
+    const arena_run run = known != nullptr ? *known : best_run(need, now, evictable);
     const auto& blocks = arena_.blocks();
     if (!run.found) return false;
     // Host room for the copies first: all or nothing.
@@ -241,7 +241,9 @@ bool placement::make_resident(tiered_tensor& t, std::uint64_t now, const evictab
       }
     }
     if (!host_room_for(host_need, may_fail, t)) return false;
-    std::vector<tiered_tensor*> victims;
+    // Reused from eviction to eviction: no heap allocation per eviction.
+    std::vector<tiered_tensor*>& victims = run_victims_;
+    victims.clear();
     for (std::size_t i = run.first; i <= run.last; ++i) {
       if (blocks[i].owner != nullptr) victims.push_back(blocks[i].owner);
     }
@@ -384,7 +386,7 @@ void placement::indexed_victims(std::size_t need, std::size_t& room,
 
 bool placement::compact_and_place(const std::vector<tiered_tensor*>& tensors, std::uint64_t now,
                                   std::unique_lock<std::mutex>& lock) {
-  std::vector<tiered_tensor*> victims;
+  std::vector<tiered_tensor*>& victims = compact_victims_;
   std::size_t host_need = 0;
   if (!compaction_victims(tensors, now, victims, host_need)) return false;
   if (!victims.empty()) {
@@ -440,8 +442,9 @@ bool placement::compact_and_place(const std::vector<tiered_tensor*>& tensors, st
 }
 
 bool placement::compaction_cheaper(const std::vector<tiered_tensor*>& tensors, tiered_tensor& t,
-                                   std::uint64_t now, const evictable_fn& evictable) {
-  const arena_run run = best_run(arena_round(t.bytes), now, evictable);
+                                   std::uint64_t now, const evictable_fn& evictable,
+                                   arena_run& run) {
+  run = best_run(arena_round(t.bytes), now, evictable);
   if (!run.found) return false;  // compaction is the fallback anyway
   double run_bytes = 0;
   const auto& blocks = arena_.blocks();
@@ -452,7 +455,7 @@ bool placement::compaction_cheaper(const std::vector<tiered_tensor*>& tensors, t
     if (next_use(*owner) != UINT64_MAX) run_bytes += static_cast<double>(owner->bytes);
   }
   if (run_bytes == 0) return false;
-  std::vector<tiered_tensor*> victims;
+  std::vector<tiered_tensor*>& victims = compact_victims_;
   std::size_t host_need = 0;
   if (!compaction_victims(tensors, now, victims, host_need)) return false;
   double compact_bytes = 0;
@@ -480,15 +483,25 @@ bool placement::place_kernel(const std::vector<tiered_tensor*>& tensors, std::ui
   bool placed = true;
   for (tiered_tensor* t : tensors) {
     if (t->resident) continue;
-    if (arena_.find_free(t->bytes) < 0 && (arena_.free_bytes() >= arena_round(t->bytes) ||
-                                           compaction_cheaper(tensors, *t, now, evictable))) {
-      // The free bytes suffice but are split, or compaction (and evicting
-      // only the shortfall) moves clearly fewer bytes than evicting the
-      // best run: compact rather than evict.
-      placed = false;
-      break;
+    // The best run that compaction_cheaper found, which make_resident
+    // evicts: nothing changes in between, so it is not searched twice.
+    arena_run run;
+    bool known = false;
+    if (arena_.find_free(t->bytes) < 0) {
+      bool compact = arena_.free_bytes() >= arena_round(t->bytes);
+      if (!compact) {
+        compact = compaction_cheaper(tensors, *t, now, evictable, run);
+        known = true;
+      }
+      if (compact) {
+        // The free bytes suffice but are split, or compaction (and evicting
+        // only the shortfall) moves clearly fewer bytes than evicting the
+        // best run: compact rather than evict.
+        placed = false;
+        break;
+      }
     }
-    if (!make_resident(*t, now, evictable, true)) {
+    if (!make_resident(*t, now, evictable, true, known ? &run : nullptr)) {
       placed = false;
       break;
     }

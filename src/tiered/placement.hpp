@@ -102,8 +102,9 @@ class placement {
   // Places `t` in the arena (evicting tensors for which `evictable` holds),
   // fetching its data if it is on the host. Returns false when no run fits
   // or (with `may_fail`) the host tier is full: then failure_ says why.
+  // `known`: best_run's answer for `t`, when the caller has just found it.
   bool make_resident(tiered_tensor& t, std::uint64_t now, const evictable_fn& evictable,
-                     bool may_fail);
+                     bool may_fail, const arena_run* known = nullptr);
   // The best run of blocks to evict for `need` bytes (see find_run).
   arena_run best_run(std::size_t need, std::uint64_t now, const evictable_fn& evictable);
   // best_run by a scan of every run (any policy).
@@ -130,8 +131,9 @@ class placement {
                        std::size_t& host_need);
   // Whether compacting moves clearly fewer bytes than evicting the best run
   // for `t` (device to device bytes weighed lower than host transfers).
+  // `run`: that best run (best_run for `t`).
   bool compaction_cheaper(const std::vector<tiered_tensor*>& tensors, tiered_tensor& t,
-                          std::uint64_t now, const evictable_fn& evictable);
+                          std::uint64_t now, const evictable_fn& evictable, arena_run& run);
   // When the resident tensors (the kernel's own among them) split the free
   // space so that no contiguous run fits: evicts, chosen by the policy one
   // tensor at a time, only what the kernel's missing tensors still need in
@@ -159,6 +161,10 @@ class placement {
   std::uint64_t device_write_bytes_ = 0;
   resident_index index_;
   std::vector<dao_tensor_access_info> infos_;  // scratch of score_run
+  // Scratch of make_resident (a run's victims) and of compaction_cheaper /
+  // compact_and_place (compaction's): no heap allocation per eviction.
+  std::vector<tiered_tensor*> run_victims_;
+  std::vector<tiered_tensor*> compact_victims_;
   // Scratch of indexed_victims: per size, the entries not yet taken.
   std::vector<
       std::pair<resident_index::set_type::const_iterator, resident_index::set_type::const_iterator>>

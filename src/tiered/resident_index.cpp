@@ -24,16 +24,6 @@ resident_key resident_index::key_of(tiered_tensor& t) const noexcept {
   return k;
 }
 
-static resident_key stored_key(tiered_tensor& t) noexcept {
-  resident_key k;
-  k.score = t.index_score;
-  k.copy = t.index_copy;
-  k.bytes = t.bytes;
-  k.offset = t.index_offset;
-  k.t = &t;
-  return k;
-}
-
 static void store_key(tiered_tensor& t, const resident_key& k) noexcept {
   t.index_score = k.score;
   t.index_copy = k.copy;
@@ -64,10 +54,10 @@ void resident_index::add(tiered_tensor& t) noexcept {
     set_type::node_type node = std::move(spare_.back());
     spare_.pop_back();
     node.value() = k;
-    set_.insert(std::move(node));
+    t.index_entry = set_.insert(std::move(node)).position;
   } else {
     try {
-      set_.insert(k);
+      t.index_entry = set_.insert(k).first;
     } catch (const std::bad_alloc&) {
       deactivate();
       return;
@@ -80,8 +70,9 @@ void resident_index::add(tiered_tensor& t) noexcept {
 void resident_index::remove(tiered_tensor& t) noexcept {
   if (!t.indexed) return;
   t.indexed = false;
-  set_type::node_type node = set_.extract(stored_key(t));
-  if (node.empty()) return;
+  // Its own entry: no search of the tree (issue 21).
+  set_type::node_type node = set_.extract(t.index_entry);
+  t.index_entry = set_type::iterator{};
   try {
     spare_.push_back(std::move(node));  // strong guarantee: on failure `node` frees it
   } catch (const std::bad_alloc&) {
@@ -92,15 +83,11 @@ void resident_index::update(tiered_tensor& t) noexcept {
   if (!t.indexed) return;
   const resident_key k = key_of(t);
   if (k.score == t.index_score && k.copy == t.index_copy && k.offset == t.index_offset) return;
-  set_type::node_type node = set_.extract(stored_key(t));
-  if (node.empty()) {
-    // Cannot happen (the stored key is the entry's); rebuilding the index
-    // later is the safe answer.
-    deactivate();
-    return;
-  }
+  // Re-keyed from its own entry: the tree is searched once (for the new
+  // place), not twice. The node is reused: nothing allocated.
+  set_type::node_type node = set_.extract(t.index_entry);
   node.value() = k;
-  set_.insert(std::move(node));
+  t.index_entry = set_.insert(std::move(node)).position;
   store_key(t, k);
 }
 
@@ -113,7 +100,7 @@ bool resident_index::consistent(const std::vector<arena_block>& blocks) const {
     if (!b.owner->indexed) return false;
     const resident_key k = key_of(*b.owner);
     auto it = set_.find(k);
-    if (it == set_.end() || it->t != b.owner) return false;
+    if (it == set_.end() || it->t != b.owner || it != b.owner->index_entry) return false;
   }
   return owners == set_.size();
 }

@@ -28,31 +28,14 @@
 
 #include "tiered/device_arena.hpp"
 #include "tiered/policy.hpp"
+#include "tiered/resident_key.hpp"
 #include "tiered/tensor.hpp"
 
 namespace dao::detail {
 
-struct resident_key {
-  double score = 0;        // the policy's score of the tensor alone
-  std::size_t copy = 0;    // bytes evicting it copies to the host
-  std::size_t bytes = 0;   // its bytes
-  std::size_t offset = 0;  // in the arena
-  tiered_tensor* t = nullptr;
-};
-
-struct resident_order {
-  bool operator()(const resident_key& a, const resident_key& b) const noexcept {
-    if (a.score != b.score) return a.score > b.score;
-    if (a.copy != b.copy) return a.copy < b.copy;
-    if (a.bytes != b.bytes) return a.bytes < b.bytes;
-    if (a.offset != b.offset) return a.offset < b.offset;
-    return std::less<tiered_tensor*>()(a.t, b.t);
-  }
-};
-
 class resident_index {
  public:
-  using set_type = std::set<resident_key, resident_order>;
+  using set_type = resident_set;
 
   explicit resident_index(evict_policy policy) noexcept : policy_(policy) {}
 

@@ -10,6 +10,7 @@
 
 #include "dao/tiered.h"
 #include "resource/stream.hpp"
+#include "tiered/resident_key.hpp"
 
 namespace dao::detail {
 
@@ -61,8 +62,10 @@ struct tiered_tensor {
   tiered_tensor* next_free = nullptr;
 
   // Its entry in placement's index of resident tensors (resident_index.hpp),
-  // as it was last keyed: valid while `indexed`.
+  // as it was last keyed: valid while `indexed`. `index_entry` is that entry
+  // itself, so that removing or re-keying it searches nothing.
   bool indexed = false;
+  resident_set::iterator index_entry{};
   double index_score = 0;
   std::size_t index_copy = 0;
   std::size_t index_offset = 0;

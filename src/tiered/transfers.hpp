@@ -129,7 +129,9 @@ class transfers {
   // writing where it was: the next kernel's fence waits for that fetch too,
   // as that kernel may write there.
   void note_vacated(const tiered_tensor& t);
-  void wait_fence(const fence& f);
+  // Returns whether it waited (timed as stall_ns), with `end` then the time
+  // it returned; false (and no clock read) when the fence asks for nothing.
+  bool wait_fence(const fence& f, std::chrono::steady_clock::time_point& end);
 
   // The compute stream's handle, as a kernel receives it, and a wait for it.
   dao_stream compute_handle() const noexcept { return compute_->handle; }
