@@ -21,8 +21,12 @@
  * repetition moves --buffers buffers in all, split evenly over the pairs;
  * only the movement is timed (threads are started and waiting before the
  * clock starts). The rows are timed in rounds, one repetition of every row
- * per round, so that a slow spell of a shared machine falls on all rows
- * alike; the median and the best repetition are reported.
+ * per round (every other round in the reverse order), so that a slow spell
+ * of a shared machine falls on all rows alike; the median and the best
+ * repetition are reported, and the CPU time the threads' loops took per
+ * buffer (spinning counts, sleeping does not). Whether libdao keeps up with
+ * the mutex free list is judged by the median over the rounds of the two
+ * rows' ratio in the same round. --rows runs only some of the rows.
  *
  * For the libdao rows, every buffer of the pool is created up front
  * (preallocate = --pool), and the pool's `created` statistic and
@@ -237,6 +241,8 @@ typedef struct row {
   char note[512];
   double *seconds; /* per repetition */
   double median_rate, best_rate;
+  double last_cpu;  /* CPU seconds of all its threads' loops in the last run */
+  double cpu;       /* the same, over the timed repetitions */
   /* KIND_DAO */
   dao_recycle_pool *pool;
   uint64_t created_before, created_after; /* first and last timed repetition */
@@ -349,6 +355,8 @@ typedef struct worker {
   uint64_t first, count; /* producer: values first+1 .. first+count */
   uint64_t sum;          /* consumer: sum of the values read */
   uint64_t sink;         /* consumer, --touch: sum of the other words read */
+  void *(*body)(void *); /* the producer's or consumer's loop */
+  double cpu;            /* CPU seconds the loop took (the thread's, user and system) */
   char error[256];
 } worker;
 
@@ -404,6 +412,24 @@ static void wait_at_gate(gate *g) {
   pthread_mutex_unlock(&g->mu);
 }
 
+static double thread_cpu_seconds(void) {
+  struct timespec ts;
+  if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0) return 0;
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Every worker thread: the start gate, then its loop, timed in CPU time
+   (spinning and yielding count; sleeping does not). */
+static void *worker_main(void *arg) {
+  worker *w = (worker *)arg;
+  double cpu0;
+  wait_at_gate(w->start);
+  cpu0 = thread_cpu_seconds();
+  w->body(arg);
+  w->cpu = thread_cpu_seconds() - cpu0;
+  return NULL;
+}
+
 /* A worker's failure: keep the message and wake everybody else. */
 static void worker_fail(worker *w, const char *what, dao_status s) {
   if (s != DAO_OK) {
@@ -423,7 +449,6 @@ static void *dao_producer(void *arg) {
   worker *w = (worker *)arg;
   dao_recycle_pool *pool = w->r->pool;
   uint64_t v, end = w->first + w->count;
-  wait_at_gate(w->start);
   for (v = w->first + 1; v <= end; ++v) {
     dao_buffer *b = NULL;
     void *data = NULL;
@@ -454,7 +479,6 @@ static void *dao_consumer(void *arg) {
   worker *w = (worker *)arg;
   dao_recycle_pool *pool = w->r->pool;
   uint64_t i, sum = 0;
-  wait_at_gate(w->start);
   for (i = 0; i < w->count; ++i) {
     dao_buffer *b = NULL;
     void *data = NULL;
@@ -480,7 +504,6 @@ static void *dao_consumer(void *arg) {
 static void *malloc_producer(void *arg) {
   worker *w = (worker *)arg;
   uint64_t v, end = w->first + w->count;
-  wait_at_gate(w->start);
   for (v = w->first + 1; v <= end; ++v) {
     void *p = plain_alloc(w->r);
     if (p == NULL) {
@@ -499,7 +522,6 @@ static void *malloc_producer(void *arg) {
 static void *malloc_consumer(void *arg) {
   worker *w = (worker *)arg;
   uint64_t i, sum = 0;
-  wait_at_gate(w->start);
   for (i = 0; i < w->count; ++i) {
     void *p = queue_pop(&w->r->filled);
     if (p == NULL) break;
@@ -513,7 +535,6 @@ static void *malloc_consumer(void *arg) {
 static void *freelist_producer(void *arg) {
   worker *w = (worker *)arg;
   uint64_t v, end = w->first + w->count;
-  wait_at_gate(w->start);
   for (v = w->first + 1; v <= end; ++v) {
     void *p = queue_pop_top(&w->r->free_list);
     if (p == NULL) break;
@@ -526,7 +547,6 @@ static void *freelist_producer(void *arg) {
 static void *freelist_consumer(void *arg) {
   worker *w = (worker *)arg;
   uint64_t i, sum = 0;
-  wait_at_gate(w->start);
   for (i = 0; i < w->count; ++i) {
     void *p = queue_pop(&w->r->filled);
     if (p == NULL) break;
@@ -566,6 +586,7 @@ static double run_once(row *r, uint64_t buffers) {
   pthread_mutex_init(&start.mu, NULL);
   pthread_cond_init(&start.cv, NULL);
   start.ready = start.go = 0;
+  r->last_cpu = 0;
   for (k = 0; k < r->pairs; ++k) {
     uint64_t count = per_pair + (k == 0 ? buffers % (uint64_t)r->pairs : 0);
     worker *p = &workers[2 * k], *c = &workers[2 * k + 1];
@@ -576,7 +597,8 @@ static double run_once(row *r, uint64_t buffers) {
     first += count;
   }
   for (k = 0; k < nthreads; ++k) {
-    if (pthread_create(&threads[k], NULL, k % 2 == 0 ? produce : consume, &workers[k]) != 0) {
+    workers[k].body = k % 2 == 0 ? produce : consume;
+    if (pthread_create(&threads[k], NULL, worker_main, &workers[k]) != 0) {
       set_failed(r, "error: pthread_create failed");
       break;
     }
@@ -599,6 +621,7 @@ static double run_once(row *r, uint64_t buffers) {
     if (workers[k].error[0] != '\0') set_failed(r, "error: %s", workers[k].error);
     sum += workers[k].sum;
     touched_sink += workers[k].sink;
+    r->last_cpu += workers[k].cpu;
   }
   expected = !r->host_data      ? buffers
              : buffers % 2 == 0 ? buffers / 2 * (buffers + 1)
@@ -637,6 +660,7 @@ static void run_rep(row *r, const options *o, uint64_t rep) {
   t = run_once(r, o->buffers);
   if (t < 0) return;
   r->seconds[rep] = t;
+  r->cpu += r->last_cpu;
   if (r->kind == KIND_DAO) {
     if (!read_steady_state(r, &created1, &used1, &waits1)) return;
     if (rep == 0) {
@@ -840,9 +864,10 @@ static void run_config(const options *o, result *out) {
     finish_row(&rows[i], o);
   }
 
-  printf("%-30s %5s %13s %8s %10s %9s  %s\n", "path", "pairs", "M buffers/s", "best", "ns/buffer",
-         "GB/s", "notes");
-  printf("%-30s %5s %13s %8s %10s %9s\n", "", "", "(median)", "", "(median)", "(median)");
+  printf("%-30s %5s %13s %8s %10s %9s %10s  %s\n", "path", "pairs", "M buffers/s", "best",
+         "ns/buffer", "GB/s", "CPU ns/buf", "notes");
+  printf("%-30s %5s %13s %8s %10s %9s %10s\n", "", "", "(median)", "", "(median)", "(median)",
+         "(mean)");
   for (i = 0; i < NROWS; ++i) {
     const row *r = &rows[i];
     if (r->skipped) continue;
@@ -853,9 +878,10 @@ static void run_config(const options *o, result *out) {
     }
     out->median[i] = r->median_rate;
     out->best[i] = r->best_rate;
-    printf("%-30s %5d %13.3f %8.3f %10.1f %9.2f  %s\n", r->label, r->pairs, r->median_rate * 1e-6,
-           r->best_rate * 1e-6, 1e9 / r->median_rate, r->median_rate * (double)o->size * 1e-9,
-           r->note);
+    printf("%-30s %5d %13.3f %8.3f %10.1f %9.2f %10.1f  %s\n", r->label, r->pairs,
+           r->median_rate * 1e-6, r->best_rate * 1e-6, 1e9 / r->median_rate,
+           r->median_rate * (double)o->size * 1e-9,
+           r->cpu * 1e9 / ((double)o->buffers * (double)o->reps), r->note);
   }
 
   printf("libdao steady state, over the timed repetitions (pool stats `created`, "
