@@ -241,8 +241,8 @@ typedef struct row {
   char note[512];
   double *seconds; /* per repetition */
   double median_rate, best_rate;
-  double last_cpu;  /* CPU seconds of all its threads' loops in the last run */
-  double cpu;       /* the same, over the timed repetitions */
+  double last_cpu; /* CPU seconds of all its threads' loops in the last run */
+  double cpu;      /* the same, over the timed repetitions */
   /* KIND_DAO */
   dao_recycle_pool *pool;
   uint64_t created_before, created_after; /* first and last timed repetition */

@@ -874,7 +874,8 @@ static void *releaser_main(void *arg) {
   releaser *r = (releaser *)arg;
   int i;
   r->status = DAO_OK;
-  for (i = 0; i < r->count && r->status == DAO_OK; ++i) r->status = dao_buffer_release(r->buffers[i]);
+  for (i = 0; i < r->count && r->status == DAO_OK; ++i)
+    r->status = dao_buffer_release(r->buffers[i]);
   return NULL;
 }
 
