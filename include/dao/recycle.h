@@ -103,9 +103,10 @@ extern "C" {
  * @param[in]  config       `key=value,...` or NULL/"" for defaults. Keys:
  *                          `name` (a label for messages and statistics),
  *                          `spin` (iterations a blocking call spins before
- *                          it sleeps, and at most 50 µs, less while the
- *                          pool's recent waits on that side had to sleep;
- *                          default 2000, 0 to never spin).
+ *                          it sleeps, and at most 50 µs; only 64 while most
+ *                          of the pool's recent waits on that side lasted
+ *                          longer than that; default 2000, 0 to never
+ *                          spin).
  * @param[out] out          Receives the pool, owned by the caller until
  *                          dao_recycle_destroy(). Unchanged on failure.
  * @retval DAO_OK                   Created.

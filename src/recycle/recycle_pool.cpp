@@ -54,10 +54,12 @@ std::uint64_t clamp_count(std::int64_t value, std::uint64_t most) noexcept {
 // arithmetic far from overflow.
 constexpr double kForeverSeconds = 1e9;
 
-// The longest a blocking call spins (and yields) before it sleeps, and the
-// step by which a side's adaptive spin budget grows back (wait_for).
+// The longest a blocking call spins (and yields) before it sleeps.
 constexpr std::chrono::microseconds kSpinTime{50};
-constexpr std::chrono::nanoseconds kSpinStep{2000};
+// A side's score of long waits (wait_for): at most kLongWaitsMost; from
+// kLongWaitsOff on, its waits skip the yielding part of the spin.
+constexpr std::uint32_t kLongWaitsMost = 8;
+constexpr std::uint32_t kLongWaitsOff = 4;
 
 // Stash words (release_stash): top index, bottom index, count.
 constexpr unsigned kStashIndexBits = 20;
@@ -474,7 +476,7 @@ template <class Attempt>
 recycle_pool::attempt recycle_pool::wait_for(wait_point& w, Attempt&& try_once, double timeout,
                                              std::atomic<std::uint64_t>& waits,
                                              std::atomic<std::uint64_t>& wait_ns,
-                                             std::atomic<std::uint32_t>& spin_ns) {
+                                             std::atomic<std::uint32_t>& long_waits) {
   // Counted when the wait starts, so that others can see that it waits.
   waits.fetch_add(1, std::memory_order_relaxed);
   const clock_type::time_point start = clock_type::now();
@@ -484,21 +486,21 @@ recycle_pool::attempt recycle_pool::wait_for(wait_point& w, Attempt&& try_once, 
               : start + std::chrono::duration_cast<clock_type::duration>(
                             std::chrono::duration<double>(timeout));
   attempt result = attempt::none;
-  // Spinning stops after `spin` iterations or the side's spin budget
-  // (spin_ns, at most kSpinTime), whichever comes first: a partner that has
-  // not answered within some tens of microseconds is busy with the data (a
-  // large buffer being filled or read), and a thread that keeps yielding
-  // meanwhile takes time from it when threads share cores; sleeping costs
-  // a wake-up of a few microseconds instead. The budget adapts: halved
-  // after a wait that had to sleep, doubled (plus kSpinStep) after one the
-  // spinning caught, so a side whose waits are long (a memory-bound
-  // pipeline) soon spins only its first 64 busy iterations and then sleeps,
-  // as a mutex and condition variable would, instead of yielding its core's
-  // time away for 50 µs per buffer; one whose waits are short keeps
-  // spinning.
-  const std::uint32_t budget = spin_ns.load(std::memory_order_relaxed);
+  // Spinning stops after `spin` iterations or kSpinTime, whichever comes
+  // first: a partner that has not answered within some tens of microseconds
+  // is busy with the data (a large buffer being filled or read), and a
+  // thread that keeps yielding meanwhile takes time from it when threads
+  // share cores; sleeping costs a wake-up of a few microseconds instead.
+  // And while most of this side's recent waits lasted longer than kSpinTime
+  // (long_waits, a score raised by every such wait and lowered by every
+  // shorter one), spinning could not have ended them: the wait does only
+  // its first 64 busy iterations and then sleeps, as a mutex and condition
+  // variable would, instead of spending up to kSpinTime of its core's time
+  // per buffer (a pipeline of large buffers, each as long to fill or read
+  // as a wait). A side whose waits are short keeps spinning as before.
+  const bool yield_phase = long_waits.load(std::memory_order_relaxed) < kLongWaitsOff;
   const clock_type::time_point spin_until =
-      start + std::chrono::duration_cast<clock_type::duration>(std::chrono::nanoseconds(budget));
+      yield_phase ? start + std::chrono::duration_cast<clock_type::duration>(kSpinTime) : start;
   std::uint32_t i = 0;
   for (; i < spin_; ++i) {
     // A short busy spin catches a partner running on another core; after
@@ -515,14 +517,6 @@ recycle_pool::attempt recycle_pool::wait_for(wait_point& w, Attempt&& try_once, 
     }
     result = try_once(i >= 63);
     if (result != attempt::none) break;
-  }
-  {
-    const std::uint64_t next =
-        result != attempt::none
-            ? std::min<std::uint64_t>(2 * std::uint64_t(budget) + kSpinStep.count(),
-                                      std::chrono::nanoseconds(kSpinTime).count())
-            : budget / 2;
-    if (next != budget) spin_ns.store(static_cast<std::uint32_t>(next), std::memory_order_relaxed);
   }
   if (result == attempt::none) {
     // Register, then re-check under the mutex. The registration and the
@@ -553,6 +547,14 @@ recycle_pool::attempt recycle_pool::wait_for(wait_point& w, Attempt&& try_once, 
   const auto waited =
       std::chrono::duration_cast<std::chrono::nanoseconds>(clock_type::now() - start);
   wait_ns.fetch_add(static_cast<std::uint64_t>(waited.count()), std::memory_order_relaxed);
+  {
+    // Several threads of a side may update the score at once; a lost update
+    // only delays the switch by a wait.
+    const std::uint32_t score = long_waits.load(std::memory_order_relaxed);
+    const std::uint32_t next =
+        waited > kSpinTime ? std::min(score + 1, kLongWaitsMost) : (score > 0 ? score - 1 : 0);
+    if (next != score) long_waits.store(next, std::memory_order_relaxed);
+  }
   return result;
 }
 
@@ -766,8 +768,8 @@ dao_status recycle_pool::acquire(double timeout, recycle_buffer*& out) {
     }
   }
   if (result == attempt::none && timeout != 0) {
-    result =
-        wait_for(free_wait_, try_once, timeout, acquire_waits_, acquire_wait_ns_, acquire_spin_ns_);
+    result = wait_for(free_wait_, try_once, timeout, acquire_waits_, acquire_wait_ns_,
+                      acquire_long_waits_);
   }
   switch (result) {
     case attempt::got:
@@ -829,7 +831,7 @@ dao_status recycle_pool::take(double timeout, recycle_buffer*& out) {
   };
   attempt result = try_once(timeout == 0);
   if (result == attempt::none && timeout != 0) {
-    result = wait_for(ready_wait_, try_once, timeout, take_waits_, take_wait_ns_, take_spin_ns_);
+    result = wait_for(ready_wait_, try_once, timeout, take_waits_, take_wait_ns_, take_long_waits_);
   }
   switch (result) {
     case attempt::got:

@@ -166,14 +166,15 @@ class recycle_pool {
   // `function` and the pool.
   recycle_buffer* create_buffer(bool held, const char* function);
   void free_all_memory() noexcept;
-  // Spins, then sleeps on `w`, until try_once(last) gives something or the
-  // timeout (> 0, or < 0 for ever) runs out. `last` is false during the
+  // Spins (less while the side's waits are long: long_waits), then sleeps
+  // on `w`, until try_once(last) gives something or the timeout (> 0, or < 0
+  // for ever) runs out. `last` is false during the
   // first, busy spins and true from then on (the caller may do costlier
   // work then: steal stashes, flush its own).
   template <class Attempt>
   attempt wait_for(wait_point& w, Attempt&& try_once, double timeout,
                    std::atomic<std::uint64_t>& waits, std::atomic<std::uint64_t>& wait_ns,
-                   std::atomic<std::uint32_t>& spin_ns);
+                   std::atomic<std::uint32_t>& long_waits);
   void wake_one(wait_point& w) noexcept;
   void wake_all(wait_point& w) noexcept;
   // Wakes up to `n` waiters of `w` (all when n > 1).
@@ -260,8 +261,8 @@ class recycle_pool {
   alignas(64) std::atomic<std::uint64_t> acquired_{0};
   std::atomic<std::uint64_t> acquire_waits_{0};
   std::atomic<std::uint64_t> acquire_wait_ns_{0};
-  // The acquires' adaptive spin budget in nanoseconds (wait_for).
-  std::atomic<std::uint32_t> acquire_spin_ns_{50000};
+  // The acquires' score of waits longer than the spin (wait_for).
+  std::atomic<std::uint32_t> acquire_long_waits_{0};
   // The last ready_.popped() the fill side read: a lower bound of taken, so that
   // submit can rule out a new peak of queued without reading the ring's
   // pop count.
@@ -270,7 +271,7 @@ class recycle_pool {
   alignas(64) std::atomic<std::uint64_t> freed_{0};  // releases that made a buffer free
   std::atomic<std::uint64_t> take_waits_{0};
   std::atomic<std::uint64_t> take_wait_ns_{0};
-  std::atomic<std::uint32_t> take_spin_ns_{50000};  // as acquire_spin_ns_
+  std::atomic<std::uint32_t> take_long_waits_{0};  // as acquire_long_waits_
   // The last `acquired_` the operate side read (a lower bound, as above).
   std::atomic<std::uint64_t> acquired_seen_{0};
   // Peaks: read on every call, written only when a count reaches a new
