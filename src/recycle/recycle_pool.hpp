@@ -24,7 +24,7 @@
 // reach, and a pool of N buffers can always hand out all N. A take about
 // to sleep flushes its thread's stash first. Stashes are off
 // (stash_limit_ < 2) for pools of fewer than 8 buffers and for buffers of
-// 128 KiB and more, where the hand-off's cost is small next to the data's
+// more than 128 KiB, where the hand-off's cost is small next to the data's
 // and the extra buffers a stash keeps in circulation would cost cache
 // residency.
 //
@@ -168,9 +168,9 @@ class recycle_pool {
   void free_all_memory() noexcept;
   // Spins (less while the side's waits are long: long_waits), then sleeps
   // on `w`, until try_once(last) gives something or the timeout (> 0, or < 0
-  // for ever) runs out. `last` is false during the
-  // first, busy spins and true from then on (the caller may do costlier
-  // work then: steal stashes, flush its own).
+  // for ever) runs out. `last` is false during the first, busy spins and
+  // true from then on (the caller may do costlier work then: steal
+  // stashes, flush its own).
   template <class Attempt>
   attempt wait_for(wait_point& w, Attempt&& try_once, double timeout,
                    std::atomic<std::uint64_t>& waits, std::atomic<std::uint64_t>& wait_ns,
