@@ -779,7 +779,9 @@ static const char *const row_keys[NROWS] = {"dao-1",    "dao-2",      "malloc-1"
 typedef struct result {
   double median[NROWS], best[NROWS]; /* buffers/s; 0 for a failed or skipped row */
   /* libdao's buffers/s over the mutex free list's in the same round, per
-     pair count: median, lowest and highest over the rounds (0: n/a). */
+     pair count: median over the rounds and the middle half of the rounds'
+     ratios (their lower and upper quartiles; the lowest and highest with
+     fewer than 5 rounds) (0: n/a). */
   double ratio[2], ratio_low[2], ratio_high[2];
   int failures, steady_failures;
 } result;
@@ -797,8 +799,8 @@ static void paired_ratios(const row *dao, const row *list, const options *o, dou
   for (k = 0; k < n; ++k) q[k] = list->seconds[k] / dao->seconds[k];
   qsort(q, n, sizeof *q, compare_doubles);
   *median = n % 2 == 1 ? q[n / 2] : 0.5 * (q[n / 2 - 1] + q[n / 2]);
-  *low = q[0];
-  *high = q[n - 1];
+  *low = q[(n - 1) / 4];
+  *high = q[(n - 1) - (n - 1) / 4];
   free(q);
 }
 
@@ -904,8 +906,8 @@ static void run_config(const options *o, result *out) {
   }
   for (i = 0; i < 2; ++i) {
     if (out->ratio[i] <= 0) continue;
-    printf("libdao / mutex free list, %d pair%s, paired by round: median %.2fx (rounds "
-           "%.2f-%.2fx)\n",
+    printf("libdao / mutex free list, %d pair%s, paired by round: median %.2fx (middle half "
+           "of the rounds %.2f-%.2fx)\n",
            i + 1, i == 0 ? "" : "s", out->ratio[i], out->ratio_low[i], out->ratio_high[i]);
   }
   for (i = 0; i < NROWS; ++i) free(rows[i].seconds);
@@ -1023,7 +1025,8 @@ int main(int argc, char **argv) {
   load_average(load, sizeof load);
   printf("\nsummary (load average now %s): M buffers/s (median) and GB/s; target: libdao >= "
          "mutex free list\n(vs list: the median over the rounds of libdao's rate over the free "
-         "list's in the same round; their lowest and highest)\n",
+         "list's in the same round; (rounds): the middle half of those ratios, from the lower "
+         "to the upper quartile)\n",
          load);
   printf("%-9s %-8s %5s %10s %10s %10s %8s %8s %12s  %s\n", "size", "touched", "pairs", "libdao",
          "malloc", "freelist", "dao GB/s", "vs list", "(rounds)", "libdao >= free list");
@@ -1038,10 +1041,15 @@ int main(int argc, char **argv) {
       char range[32];
       snprintf(range, sizeof range, "%.2f-%.2f", res->ratio_low[pairs - 1],
                res->ratio_high[pairs - 1]);
-      printf("%-9s %-8s %5d %10.3f %10.3f %10.3f %8.2f %7.2fx %12s  %s\n",
+      /* A miss whose middle half of rounds reaches 1.00 is still a miss;
+         the note says the rounds cannot tell it from noise. */
+      printf("%-9s %-8s %5d %10.3f %10.3f %10.3f %8.2f %7.2fx %12s  %s%s\n",
              format_bytes((double)configs[i].size, b1, sizeof b1),
              configs[i].touch ? "all" : "one word", pairs, d * 1e-6, m * 1e-6, f * 1e-6,
-             d * (double)configs[i].size * 1e-9, res->ratio[pairs - 1], range, met);
+             d * (double)configs[i].size * 1e-9, res->ratio[pairs - 1], range, met,
+             strcmp(met, "NOT met") == 0 && res->ratio_high[pairs - 1] >= 1.0
+                 ? " (1.00 within the middle half of the rounds)"
+                 : "");
     }
   }
   printf("\ntargets: libdao >= mutex free list at every size and pair count: %s; ",
