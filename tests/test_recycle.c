@@ -839,6 +839,116 @@ static void free_list_lifo(void **state) {
   free_list_lifo_on(big_sim());
 }
 
+/* Releases go through a stash of the releasing thread (up to 16 buffers of
+   a pool of 64 small ones) on their way to the free list. Within one thread
+   the order stays last in, first out, across the stash's flushes to the
+   free list. */
+static void stash_keeps_lifo_in_a_thread(void **state) {
+  enum { kBuffers = 64, kOut = 40 };
+  dao_recycle_pool *pool = make_pool(dao_place_cpu(), kBuffers, kBuffers, NULL);
+  dao_buffer *b[kOut];
+  int order[kOut], i, round;
+  (void)state;
+  for (i = 0; i < kOut; ++i) order[i] = (i * 7) % kOut; /* 7 and 40 are coprime */
+  for (round = 0; round < 2; ++round) {
+    for (i = 0; i < kOut; ++i) b[i] = acquire_now(pool);
+    for (i = 0; i < kOut; ++i) assert_ok(dao_buffer_release(b[order[i]]));
+    for (i = kOut - 1; i >= 0; --i) {
+      dao_buffer *again = acquire_now(pool);
+      assert_ptr_equal(again, b[order[i]]);
+    }
+    for (i = 0; i < kOut; ++i) assert_ok(dao_buffer_release(b[i]));
+    assert_int_equal(stats_of(pool).free, kBuffers);
+  }
+  assert_int_equal(stats_of(pool).created, kBuffers);
+  assert_ok(dao_recycle_destroy(pool));
+}
+
+typedef struct {
+  dao_buffer **buffers;
+  int count;
+  dao_status status;
+} releaser;
+
+static void *releaser_main(void *arg) {
+  releaser *r = (releaser *)arg;
+  int i;
+  r->status = DAO_OK;
+  for (i = 0; i < r->count && r->status == DAO_OK; ++i)
+    r->status = dao_buffer_release(r->buffers[i]);
+  return NULL;
+}
+
+static void release_in_a_thread(dao_buffer **buffers, int count) {
+  releaser r;
+  pthread_t thread;
+  r.buffers = buffers;
+  r.count = count;
+  r.status = DAO_ERR_INTERNAL;
+  assert_int_equal(pthread_create(&thread, NULL, releaser_main, &r), 0);
+  assert_int_equal(pthread_join(thread, NULL), 0);
+  assert_int_equal(r.status, DAO_OK);
+}
+
+/* Buffers that another thread released and left in its stash (that thread
+   has ended) are free, and every acquire can get them: one that tries
+   once, one that may wait (it takes them before it sleeps), and a sleeping
+   acquire is woken by a release into a stash. A pool of N buffers hands out
+   all N. */
+static void stashed_buffers_reach_every_thread(void **state) {
+  enum { kBuffers = 64, kReleased = 61 }; /* 3 batches of 16 and 13 left in the stash */
+  dao_recycle_pool *pool = make_pool(dao_place_cpu(), kBuffers, kBuffers, "name=stash");
+  dao_buffer *b[kBuffers], *none = NULL;
+  dao_recycle_stats s;
+  waiter w;
+  pthread_t thread;
+  struct timespec pause = {0, 20 * 1000 * 1000};
+  int i;
+  (void)state;
+
+  for (i = 0; i < kBuffers; ++i) b[i] = acquire_now(pool);
+  release_in_a_thread(b, kReleased);
+  s = stats_of(pool);
+  assert_int_equal(s.free, kReleased);
+  assert_int_equal(s.held, kBuffers - kReleased);
+
+  /* Trying once finds them all. */
+  for (i = 0; i < kReleased; ++i) b[i] = acquire_now(pool);
+  assert_status(dao_recycle_acquire(pool, 0, &none), DAO_ERR_TIMEOUT);
+  assert_null(none);
+  s = stats_of(pool);
+  assert_int_equal(s.free, 0);
+  assert_int_equal(s.held, kBuffers);
+
+  /* So do acquires that may wait. */
+  release_in_a_thread(b, kReleased);
+  for (i = 0; i < kReleased; ++i) {
+    b[i] = NULL;
+    assert_ok(dao_recycle_acquire(pool, 10.0, &b[i]));
+    assert_non_null(b[i]);
+  }
+  assert_int_equal(stats_of(pool).free, 0);
+
+  /* A sleeping acquire gets the buffer this thread releases next. */
+  s = stats_of(pool);
+  w.pool = pool;
+  w.timeout = -1;
+  w.take = 0;
+  assert_int_equal(pthread_create(&thread, NULL, waiter_main, &w), 0);
+  wait_for_waiters(pool, s.acquire_waits + 1, 0);
+  nanosleep(&pause, NULL); /* past its spinning (at most 50 us), asleep */
+  assert_ok(dao_buffer_release(b[7]));
+  assert_int_equal(pthread_join(thread, NULL), 0);
+  assert_int_equal(w.status, DAO_OK);
+  assert_ptr_equal(w.buffer, b[7]);
+
+  for (i = 0; i < kBuffers; ++i) assert_ok(dao_buffer_release(b[i]));
+  s = stats_of(pool);
+  assert_int_equal(s.free, kBuffers);
+  assert_int_equal(s.created, kBuffers);
+  assert_ok(dao_recycle_destroy(pool));
+}
+
 /* The pattern written at fill time is there at take time, on the CPU and
    on a SIM device. */
 static void data_persists_on(dao_place place) {
@@ -1370,6 +1480,8 @@ int main(void) {
       cmocka_unit_test(take_drains_after_close),
       cmocka_unit_test(fifo_order_and_sequence_numbers),
       cmocka_unit_test(free_list_lifo),
+      cmocka_unit_test(stash_keeps_lifo_in_a_thread),
+      cmocka_unit_test(stashed_buffers_reach_every_thread),
       cmocka_unit_test(data_persists_cpu),
       cmocka_unit_test(data_persists_sim),
       cmocka_unit_test(reference_counts_across_threads),

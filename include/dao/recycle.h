@@ -103,8 +103,10 @@ extern "C" {
  * @param[in]  config       `key=value,...` or NULL/"" for defaults. Keys:
  *                          `name` (a label for messages and statistics),
  *                          `spin` (iterations a blocking call spins before
- *                          it sleeps, and at most 50 µs; default 2000, 0 to
- *                          never spin).
+ *                          it sleeps, and at most 50 µs; only 64 while most
+ *                          of the pool's recent waits on that side lasted
+ *                          longer than that; default 2000, 0 to never
+ *                          spin).
  * @param[out] out          Receives the pool, owned by the caller until
  *                          dao_recycle_destroy(). Unchanged on failure.
  * @retval DAO_OK                   Created.
@@ -126,6 +128,12 @@ DAO_API dao_status dao_recycle_create(dao_place place, size_t element_size, int 
  * Takes one from the free list, the one released last (last in, first
  * out: its memory is the most likely to be in the caches), else creates one
  * if fewer than `max_buffers` exist, else waits until one is released.
+ * Releases reach the free list through a small stash of the releasing
+ * thread (pools of 8 buffers or more, of at most 128 KiB each): the calling
+ * thread's own releases come first, most recent first; a few buffers
+ * released by other threads may wait in their stash and go out after those
+ * already in the free list. Every free buffer is found, stashed or not,
+ * before the call creates a buffer, sleeps or fails.
  * @param[in]  pool    The pool.
  * @param[in]  timeout Seconds to wait: 0 tries once, < 0 (or more than
  *                     1e9) waits for ever; NaN is refused.
@@ -246,7 +254,8 @@ DAO_API dao_status dao_buffer_retain(dao_buffer *buffer);
 
 /**
  * @brief Drop a reference; the last one returns the buffer to the free list
- *        (and wakes one waiting acquire).
+ *        (through the calling thread's stash; see dao_recycle_acquire())
+ *        and wakes a waiting acquire.
  * @param[in] buffer A buffer the caller holds a reference to; do not use the
  *                   handle after its last reference is dropped.
  * @retval DAO_OK                   Released.

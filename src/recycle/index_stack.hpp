@@ -29,7 +29,18 @@ class index_stack {
   // that a waker's look at the waiter count after it cannot be ordered
   // before it (recycle_pool::wait_for).
   template <class Link>
-  void push(std::uint32_t value, Link&& link) noexcept;
+  void push(std::uint32_t value, Link&& link) noexcept {
+    push_chain(value, value, link);
+  }
+
+  // Puts a chain of values (not in the stack) on top with one exchange of
+  // the head: `top`, the values linked under it through `link`, down to
+  // `bottom` (the same as `top` for one value), whose link is overwritten.
+  // `top` goes out first, then the values under it in link order. Used by
+  // the pool's per-thread stashes (recycle_pool.hpp), which hand released
+  // buffers over in batches. Sequentially consistent, as push().
+  template <class Link>
+  void push_chain(std::uint32_t top, std::uint32_t bottom, Link&& link) noexcept;
 
   // Takes the top value; false when the stack is empty.
   template <class Link>
@@ -52,12 +63,12 @@ class index_stack {
 };
 
 template <class Link>
-inline void index_stack::push(std::uint32_t value, Link&& link) noexcept {
-  std::atomic<std::uint32_t>& next = link(value);
+inline void index_stack::push_chain(std::uint32_t top, std::uint32_t bottom, Link&& link) noexcept {
+  std::atomic<std::uint32_t>& next = link(bottom);
   std::uint64_t head = head_.load(std::memory_order_relaxed);
   for (;;) {
     next.store(static_cast<std::uint32_t>(head), std::memory_order_relaxed);
-    if (head_.compare_exchange_weak(head, make_head(head, value), std::memory_order_seq_cst,
+    if (head_.compare_exchange_weak(head, make_head(head, top), std::memory_order_seq_cst,
                                     std::memory_order_relaxed))
       return;
   }

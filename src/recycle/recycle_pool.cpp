@@ -3,6 +3,7 @@
 // recycle_pool.hpp).
 #include "recycle/recycle_pool.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -55,6 +56,42 @@ constexpr double kForeverSeconds = 1e9;
 
 // The longest a blocking call spins (and yields) before it sleeps.
 constexpr std::chrono::microseconds kSpinTime{50};
+// A side's score of long waits (wait_for): at most kLongWaitsMost; from
+// kLongWaitsOff on, its waits skip the yielding part of the spin.
+constexpr std::uint32_t kLongWaitsMost = 8;
+constexpr std::uint32_t kLongWaitsOff = 4;
+
+// Stash words (release_stash): top index, bottom index, count.
+constexpr unsigned kStashIndexBits = 20;
+constexpr std::uint64_t kStashIndexMask = (std::uint64_t(1) << kStashIndexBits) - 1;
+static_assert((std::size_t(1) << kStashIndexBits) >= recycle_pool::kMaxBuffers,
+              "a stash word must hold any record index");
+
+std::uint32_t stash_top(std::uint64_t w) noexcept {
+  return static_cast<std::uint32_t>(w & kStashIndexMask);
+}
+std::uint32_t stash_bottom(std::uint64_t w) noexcept {
+  return static_cast<std::uint32_t>((w >> kStashIndexBits) & kStashIndexMask);
+}
+std::uint64_t stash_count(std::uint64_t w) noexcept { return w >> (2 * kStashIndexBits); }
+std::uint64_t make_stash(std::uint32_t top, std::uint32_t bottom, std::uint64_t count) noexcept {
+  return count << (2 * kStashIndexBits) | std::uint64_t(bottom) << kStashIndexBits | top;
+}
+
+// The calling thread's number, from 0 in the order threads first ask;
+// modulo kStashSlots it picks the thread's stash in every pool. Constant
+// initialisation (0: not numbered yet), so no guard on the hot path.
+std::atomic<std::uint32_t> next_thread_number{0};
+thread_local std::uint32_t thread_number_plus_one = 0;
+
+std::uint32_t thread_number() noexcept {
+  std::uint32_t n = thread_number_plus_one;
+  if (n == 0) {
+    n = (next_thread_number.fetch_add(1, std::memory_order_relaxed) & 0x7fffffffu) + 1;
+    thread_number_plus_one = n;
+  }
+  return n - 1;
+}
 
 std::size_t ring_capacity(std::size_t buffers) noexcept {
   std::size_t c = 2;
@@ -182,6 +219,10 @@ recycle_pool::recycle_pool(dao_place place, strategy& allocator, std::size_t ele
       ready_(ring_capacity(max_buffers)) {
   for (int d = 0; d < ndim; ++d) shape_[d] = shape[d];
   host_memory_ = allocator.upstream().host_accessible();
+  std::size_t limit = kStashMost;
+  if (limit > max_buffers / 4) limit = max_buffers / 4;
+  if (limit > kStashBytes / bytes) limit = kStashBytes / bytes;
+  stash_limit_ = static_cast<std::uint32_t>(limit);
 }
 
 recycle_pool::~recycle_pool() { free_all_memory(); }
@@ -434,7 +475,8 @@ void recycle_pool::describe_counts(char* text, std::size_t size) const noexcept 
 template <class Attempt>
 recycle_pool::attempt recycle_pool::wait_for(wait_point& w, Attempt&& try_once, double timeout,
                                              std::atomic<std::uint64_t>& waits,
-                                             std::atomic<std::uint64_t>& wait_ns) {
+                                             std::atomic<std::uint64_t>& wait_ns,
+                                             std::atomic<std::uint32_t>& long_waits) {
   // Counted when the wait starts, so that others can see that it waits.
   waits.fetch_add(1, std::memory_order_relaxed);
   const clock_type::time_point start = clock_type::now();
@@ -449,22 +491,32 @@ recycle_pool::attempt recycle_pool::wait_for(wait_point& w, Attempt&& try_once, 
   // is busy with the data (a large buffer being filled or read), and a
   // thread that keeps yielding meanwhile takes time from it when threads
   // share cores; sleeping costs a wake-up of a few microseconds instead.
+  // And while most of this side's recent waits lasted longer than kSpinTime
+  // (long_waits, a score raised by every such wait and lowered by every
+  // shorter one), spinning could not have ended them: the wait does only
+  // its first 64 busy iterations and then sleeps, as a mutex and condition
+  // variable would, instead of spending up to kSpinTime of its core's time
+  // per buffer (a pipeline of large buffers, each as long to fill or read
+  // as a wait). A side whose waits are short keeps spinning as before.
+  const bool yield_phase = long_waits.load(std::memory_order_relaxed) < kLongWaitsOff;
   const clock_type::time_point spin_until =
-      start + std::chrono::duration_cast<clock_type::duration>(kSpinTime);
-  for (std::uint32_t i = 0; i < spin_; ++i) {
+      yield_phase ? start + std::chrono::duration_cast<clock_type::duration>(kSpinTime) : start;
+  std::uint32_t i = 0;
+  for (; i < spin_; ++i) {
     // A short busy spin catches a partner running on another core; after
     // that, yield, so that a partner waiting for this core gets to run
     // (on a loaded or small machine spinning would only delay it).
-    if (i < 64) cpu_relax();
-    else std::this_thread::yield();
-    result = try_once();
-    if (result != attempt::none) break;
-    if (i >= 64 && (i & 15) == 15) {
-      const clock_type::time_point now = clock_type::now();
-      if (now >= spin_until || (!forever && now >= until)) break;
-    } else if (!forever && (i & 63) == 63 && clock_type::now() >= until) {
-      break;
+    if (i < 64) {
+      cpu_relax();
+    } else {
+      if ((i & 15) == 0) {
+        const clock_type::time_point now = clock_type::now();
+        if (now >= spin_until || (!forever && now >= until)) break;
+      }
+      std::this_thread::yield();
     }
+    result = try_once(i >= 63);
+    if (result != attempt::none) break;
   }
   if (result == attempt::none) {
     // Register, then re-check under the mutex. The registration and the
@@ -478,14 +530,14 @@ recycle_pool::attempt recycle_pool::wait_for(wait_point& w, Attempt&& try_once, 
     {
       std::unique_lock<std::mutex> lock(w.mutex);
       for (;;) {
-        result = try_once();
+        result = try_once(true);
         if (result != attempt::none) break;
         if (forever) {
           w.cv.wait(lock);
         } else if (w.cv.wait_until(lock, until) == std::cv_status::timeout) {
           // A notify meant for us may have come with the timeout: look once
           // more, so that it is never lost.
-          result = try_once();
+          result = try_once(true);
           break;
         }
       }
@@ -495,6 +547,14 @@ recycle_pool::attempt recycle_pool::wait_for(wait_point& w, Attempt&& try_once, 
   const auto waited =
       std::chrono::duration_cast<std::chrono::nanoseconds>(clock_type::now() - start);
   wait_ns.fetch_add(static_cast<std::uint64_t>(waited.count()), std::memory_order_relaxed);
+  {
+    // Several threads of a side may update the score at once; a lost update
+    // only delays the switch by a wait.
+    const std::uint32_t score = long_waits.load(std::memory_order_relaxed);
+    const std::uint32_t next =
+        waited > kSpinTime ? std::min(score + 1, kLongWaitsMost) : (score > 0 ? score - 1 : 0);
+    if (next != score) long_waits.store(next, std::memory_order_relaxed);
+  }
   return result;
 }
 
@@ -503,6 +563,17 @@ void recycle_pool::wake_one(wait_point& w) noexcept {
   if (w.waiters.load(std::memory_order_seq_cst) == 0) return;
   { std::lock_guard<std::mutex> lock(w.mutex); }
   w.cv.notify_one();
+}
+
+void recycle_pool::wake(wait_point& w, std::uint64_t n) noexcept {
+  // The push before this was a sequentially consistent read-modify-write.
+  if (w.waiters.load(std::memory_order_seq_cst) == 0) return;
+  { std::lock_guard<std::mutex> lock(w.mutex); }
+  if (n == 1) {
+    w.cv.notify_one();
+  } else {
+    w.cv.notify_all();
+  }
 }
 
 void recycle_pool::wake_all(wait_point& w) noexcept {
@@ -553,12 +624,99 @@ void recycle_pool::push_free(std::uint32_t index) noexcept {
   });
 }
 
-bool recycle_pool::pop_free(recycle_buffer*& out, std::uint64_t& acquired) noexcept {
-  std::uint32_t i;
-  if (!free_.try_pop(i, [this](std::uint32_t k) -> std::atomic<std::uint32_t>& {
+// Stashes. The protocol against lost wakeups is the free list's: a release
+// pushes into its stash with a sequentially consistent compare-and-swap and
+// then looks at free_wait_'s waiter count (sequentially consistent); a
+// sleeping acquire registers there first and then steals, reading every
+// stash with sequentially consistent loads. Either the steal sees the
+// buffer, or the release sees the sleeper and flushes its stash and wakes
+// it. A steal or flush that pushes a chain onto the free list wakes
+// sleepers the same way as a single push.
+
+release_stash& recycle_pool::own_stash() noexcept {
+  return stashes_[thread_number() & (kStashSlots - 1)];
+}
+
+void recycle_pool::free_buffer(std::uint32_t index) noexcept {
+  if (stash_limit_ < 2) {
+    push_free(index);
+    wake_one(free_wait_);
+    return;
+  }
+  release_stash& s = own_stash();
+  std::atomic<std::uint32_t>& link = records_[index].next_free;
+  std::uint64_t w = s.word.load(std::memory_order_relaxed);
+  std::uint64_t count = 0;
+  for (;;) {
+    count = stash_count(w);
+    link.store(count == 0 ? index_stack::kEmpty : stash_top(w), std::memory_order_relaxed);
+    const std::uint64_t next = make_stash(index, count == 0 ? index : stash_bottom(w), count + 1);
+    if (s.word.compare_exchange_weak(w, next, std::memory_order_seq_cst, std::memory_order_relaxed))
+      break;
+  }
+  if (count + 1 >= stash_limit_ || free_wait_.waiters.load(std::memory_order_seq_cst) != 0) {
+    flush_stash(s);
+  }
+}
+
+void recycle_pool::flush_stash(release_stash& s) noexcept {
+  const std::uint64_t w = s.word.exchange(0, std::memory_order_seq_cst);
+  const std::uint64_t count = stash_count(w);
+  if (count == 0) return;  // stolen meanwhile
+  free_.push_chain(
+      stash_top(w), stash_bottom(w),
+      [this](std::uint32_t k) -> std::atomic<std::uint32_t>& { return records_[k].next_free; });
+  wake(free_wait_, count);
+}
+
+void recycle_pool::flush_own_stash() noexcept {
+  if (stash_limit_ < 2) return;
+  release_stash& s = own_stash();
+  if (s.word.load(std::memory_order_relaxed) != 0) flush_stash(s);
+}
+
+bool recycle_pool::take_stash(release_stash& s, std::uint32_t& index) noexcept {
+  const std::uint64_t w = s.word.exchange(0, std::memory_order_seq_cst);
+  const std::uint64_t count = stash_count(w);
+  if (count == 0) return false;
+  index = stash_top(w);
+  if (count > 1) {
+    // The rest, in the same order, onto the free list (whose top it becomes:
+    // these were released more recently than what is there, or by another
+    // thread).
+    free_.push_chain(
+        records_[index].next_free.load(std::memory_order_relaxed), stash_bottom(w),
+        [this](std::uint32_t k) -> std::atomic<std::uint32_t>& { return records_[k].next_free; });
+    wake(free_wait_, count - 1);
+  }
+  return true;
+}
+
+bool recycle_pool::take_free_index(std::uint32_t& index, bool steal) noexcept {
+  const bool stashes = stash_limit_ >= 2;
+  if (stashes) {
+    release_stash& own = own_stash();
+    if (own.word.load(std::memory_order_relaxed) != 0 && take_stash(own, index)) return true;
+  }
+  if (free_.try_pop(index, [this](std::uint32_t k) -> std::atomic<std::uint32_t>& {
         return records_[k].next_free;
-      }))
-    return false;
+      })) {
+    // The next acquire's record (free, so nobody else writes it now): fetch
+    // its line while this thread fills the buffer.
+    const std::uint32_t below = records_[index].next_free.load(std::memory_order_relaxed);
+    if (below != index_stack::kEmpty) __builtin_prefetch(&records_[below], 1);
+    return true;
+  }
+  if (!steal || !stashes) return false;
+  for (release_stash& s : stashes_) {
+    if (s.word.load(std::memory_order_seq_cst) != 0 && take_stash(s, index)) return true;
+  }
+  return false;
+}
+
+bool recycle_pool::pop_free(recycle_buffer*& out, std::uint64_t& acquired, bool steal) noexcept {
+  std::uint32_t i;
+  if (!take_free_index(i, steal)) return false;
   // Counted right after the pop, while the store buffer is empty (the pop's
   // exchange drained it): after the stores to the buffer's record below, a
   // locked add would wait until they reach this core's cache, and the
@@ -590,12 +748,18 @@ dao_status recycle_pool::acquire(double timeout, recycle_buffer*& out) {
   check_timeout(timeout, kFunction);
   recycle_buffer* b = nullptr;
   std::uint64_t acquired = 0;  // acquired_ after this acquire counted itself
-  auto try_once = [&] {
+  // `steal`: take other threads' stashes too (see recycle_pool.hpp). Not
+  // at the first try of a call that may wait: a pipeline's releasing
+  // thread is likely to hand its stash over within the first spins, as a
+  // batch, whereas stealing it early would move buffers one at a time.
+  auto try_once = [&](bool steal) {
     if (closed_.load(std::memory_order_acquire)) return attempt::closed;
-    return pop_free(b, acquired) ? attempt::got : attempt::none;
+    return pop_free(b, acquired, steal) ? attempt::got : attempt::none;
   };
-  attempt result = try_once();
-  if (result == attempt::none && created_.load(std::memory_order_acquire) < max_buffers_) {
+  attempt result = try_once(false);
+  const bool can_create = created_.load(std::memory_order_acquire) < max_buffers_;
+  if (result == attempt::none && (timeout == 0 || can_create)) result = try_once(true);
+  if (result == attempt::none && can_create) {
     // Throws out_of_memory; nullptr when another thread made the last one.
     b = create_buffer(true, kFunction);
     if (b != nullptr) {
@@ -604,7 +768,8 @@ dao_status recycle_pool::acquire(double timeout, recycle_buffer*& out) {
     }
   }
   if (result == attempt::none && timeout != 0) {
-    result = wait_for(free_wait_, try_once, timeout, acquire_waits_, acquire_wait_ns_);
+    result = wait_for(free_wait_, try_once, timeout, acquire_waits_, acquire_wait_ns_,
+                      acquire_long_waits_);
   }
   switch (result) {
     case attempt::got:
@@ -655,15 +820,18 @@ dao_status recycle_pool::take(double timeout, recycle_buffer*& out) {
   check_timeout(timeout, kFunction);
   recycle_buffer* b = nullptr;
   std::uint64_t position = 0;
-  auto try_once = [&] {
+  auto try_once = [&](bool last) {
     if (pop_ready(b, position)) return attempt::got;
+    // About to sleep (or to fail): the buffers this thread released go
+    // where acquires find them without stealing.
+    if (last) flush_own_stash();
     if (!closed_.load(std::memory_order_acquire)) return attempt::none;
     // Closed: a submit may have landed between the pop and the look.
     return pop_ready(b, position) ? attempt::got : attempt::closed;
   };
-  attempt result = try_once();
+  attempt result = try_once(timeout == 0);
   if (result == attempt::none && timeout != 0) {
-    result = wait_for(ready_wait_, try_once, timeout, take_waits_, take_wait_ns_);
+    result = wait_for(ready_wait_, try_once, timeout, take_waits_, take_wait_ns_, take_long_waits_);
   }
   switch (result) {
     case attempt::got:
@@ -726,8 +894,7 @@ dao_status recycle_pool::release(recycle_buffer& b) {
   if (s - 1 == 0) {  // the last reference of a buffer that is not queued
     note_freed(freed_.fetch_add(1, std::memory_order_seq_cst) + 1);
     poison(b.data);  // a use after the last release is reported under ASan
-    push_free(b.index);
-    wake_one(free_wait_);
+    free_buffer(b.index);
   }
   return DAO_OK;
 }

@@ -12,6 +12,22 @@
 // max_buffers; after that acquire -> submit -> take -> release allocates
 // nothing and takes no lock unless a caller has to sleep.
 //
+// Releases go through per-thread stashes (release_stash): the last release
+// of a buffer puts it in a small stash of the releasing thread's slot, and
+// the stash goes onto the free list as one chain (one exchange of the
+// list's head) when it holds `stash_limit_` buffers, or at once when an
+// acquire sleeps. So the free list's head changes cache-line ownership
+// once per batch rather than twice per buffer. An acquire takes from its
+// own thread's stash first, then from the free list, and takes other
+// threads' stashes ("steals") before it creates a buffer, after its first
+// spins, before it sleeps and before it fails: no buffer stays out of
+// reach, and a pool of N buffers can always hand out all N. A take about
+// to sleep flushes its thread's stash first. Stashes are off
+// (stash_limit_ < 2) for pools of fewer than 8 buffers and for buffers of
+// more than 128 KiB, where the hand-off's cost is small next to the data's
+// and the extra buffers a stash keeps in circulation would cost cache
+// residency.
+//
 // Blocking: a call that finds nothing spins (config key `spin`), then sleeps
 // on a condition variable. Sleepers register in an atomic waiter count
 // first; the side that makes something available looks at that count after
@@ -62,6 +78,19 @@ struct alignas(64) recycle_buffer {
   std::atomic<std::uint32_t> next_free{0xffffffffu};
 };
 
+// The stash of released buffers of the threads whose slot this is (threads
+// are numbered when they first release or acquire, and share slots modulo
+// kStashSlots): a chain of free records linked through next_free, in one
+// word so that it is pushed to, flushed and stolen with single atomic
+// operations. Word: top index (bits 0-19), bottom index (20-39), count
+// (40-63); 0 is empty. The pushes of releasing threads only add on top and
+// everything else takes the whole chain (an exchange with 0), so there is
+// no ABA problem: a push's compare-and-swap succeeds only on the very chain
+// it linked its record to.
+struct alignas(64) release_stash {
+  std::atomic<std::uint64_t> word{0};
+};
+
 // The sleeping side of one condition (a buffer became free, a buffer was
 // submitted). See the file comment for the protocol.
 struct alignas(64) wait_point {
@@ -73,6 +102,12 @@ struct alignas(64) wait_point {
 class recycle_pool {
  public:
   static constexpr std::size_t kMaxBuffers = std::size_t(1) << 20;
+  // Stash slots per pool (a power of two) and the most buffers a stash holds
+  // before it goes onto the free list (and at most a quarter of the pool,
+  // and at most kStashBytes of buffers).
+  static constexpr unsigned kStashSlots = 16;
+  static constexpr std::uint32_t kStashMost = 16;
+  static constexpr std::size_t kStashBytes = std::size_t(256) << 10;
 
   // Checks every argument and the config, then creates the pool and its
   // `preallocate` buffers. Throws invalid_argument, no_device or
@@ -131,16 +166,37 @@ class recycle_pool {
   // `function` and the pool.
   recycle_buffer* create_buffer(bool held, const char* function);
   void free_all_memory() noexcept;
-  // Spins, then sleeps on `w`, until try_once() gives something or the
-  // timeout (> 0, or < 0 for ever) runs out.
+  // Spins (less while the side's waits are long: long_waits), then sleeps
+  // on `w`, until try_once(last) gives something or the timeout (> 0, or < 0
+  // for ever) runs out. `last` is false during the first, busy spins and
+  // true from then on (the caller may do costlier work then: steal
+  // stashes, flush its own).
   template <class Attempt>
   attempt wait_for(wait_point& w, Attempt&& try_once, double timeout,
-                   std::atomic<std::uint64_t>& waits, std::atomic<std::uint64_t>& wait_ns);
+                   std::atomic<std::uint64_t>& waits, std::atomic<std::uint64_t>& wait_ns,
+                   std::atomic<std::uint32_t>& long_waits);
   void wake_one(wait_point& w) noexcept;
   void wake_all(wait_point& w) noexcept;
+  // Wakes up to `n` waiters of `w` (all when n > 1).
+  void wake(wait_point& w, std::uint64_t n) noexcept;
   void push_free(std::uint32_t index) noexcept;
-  // `acquired`: acquired_ after counting this acquire.
-  bool pop_free(recycle_buffer*& out, std::uint64_t& acquired) noexcept;
+  // The last release of record `index`: into the calling thread's stash,
+  // or onto the free list when stashes are off.
+  void free_buffer(std::uint32_t index) noexcept;
+  // Moves the stash's chain onto the free list and wakes acquires for it.
+  void flush_stash(release_stash& s) noexcept;
+  // Takes a whole stash: its top record in `index`, the rest onto the free
+  // list. False when it was empty.
+  bool take_stash(release_stash& s, std::uint32_t& index) noexcept;
+  // Flushes the calling thread's stash (a take about to sleep).
+  void flush_own_stash() noexcept;
+  // A free record: the calling thread's stash, then the free list, then
+  // (when `steal`) every other stash. False when none was found.
+  bool take_free_index(std::uint32_t& index, bool steal) noexcept;
+  release_stash& own_stash() noexcept;
+  // `acquired`: acquired_ after counting this acquire. `steal`: see
+  // take_free_index.
+  bool pop_free(recycle_buffer*& out, std::uint64_t& acquired, bool steal) noexcept;
   // `position`: the buffer's position in the ready ring (its sequence).
   bool pop_ready(recycle_buffer*& out, std::uint64_t& position) noexcept;
   struct counts {
@@ -175,6 +231,7 @@ class recycle_pool {
   std::size_t bytes_;
   std::size_t max_buffers_;
   std::uint32_t spin_;
+  std::uint32_t stash_limit_ = 0;  // buffers a stash holds before it is flushed; < 2: off
   std::string name_;
   std::unique_ptr<recycle_buffer[]> records_;
   std::atomic<bool> closed_{false};
@@ -184,6 +241,9 @@ class recycle_pool {
   // in, first out: the order of submission) ---
   index_stack free_;
   index_ring ready_;
+  // Released buffers on their way to free_, per thread slot (see the file
+  // comment): counted free (freed_) from the release on.
+  release_stash stashes_[kStashSlots];
 
   // --- buffer creation (not in steady state) ---
   std::mutex create_mutex_;
@@ -201,6 +261,8 @@ class recycle_pool {
   alignas(64) std::atomic<std::uint64_t> acquired_{0};
   std::atomic<std::uint64_t> acquire_waits_{0};
   std::atomic<std::uint64_t> acquire_wait_ns_{0};
+  // The acquires' score of waits longer than the spin (wait_for).
+  std::atomic<std::uint32_t> acquire_long_waits_{0};
   // The last ready_.popped() the fill side read: a lower bound of taken, so that
   // submit can rule out a new peak of queued without reading the ring's
   // pop count.
@@ -209,6 +271,7 @@ class recycle_pool {
   alignas(64) std::atomic<std::uint64_t> freed_{0};  // releases that made a buffer free
   std::atomic<std::uint64_t> take_waits_{0};
   std::atomic<std::uint64_t> take_wait_ns_{0};
+  std::atomic<std::uint32_t> take_long_waits_{0};  // as acquire_long_waits_
   // The last `acquired_` the operate side read (a lower bound, as above).
   std::atomic<std::uint64_t> acquired_seen_{0};
   // Peaks: read on every call, written only when a count reaches a new

@@ -1058,8 +1058,8 @@ module dao_c
       integer(c_int) :: r
     end function dao_buffer_retain
 
-    !> Drop a reference; the last one returns the buffer to the free list (and wakes one waiting
-    !> acquire).
+    !> Drop a reference; the last one returns the buffer to the free list (through the calling
+    !> thread's stash; see dao_recycle_acquire()) and wakes a waiting acquire.
     function dao_buffer_release(buffer) bind(C, name="dao_buffer_release") result(r)
       import :: c_int, c_ptr
       type(c_ptr), value :: buffer

@@ -712,7 +712,7 @@ FUNCTIONS = {
     # dao_buffer_retain(buffer): Add a reference to a buffer, for another holder.
     "dao_buffer_retain": (dao_status, (c_void_p,)),
     # dao_buffer_release(buffer): Drop a reference; the last one returns the buffer to the free list
-    # (and wakes one waiting acquire).
+    # (through the calling thread's stash; see dao_recycle_acquire()) and wakes a waiting acquire.
     "dao_buffer_release": (dao_status, (c_void_p,)),
     # dao_buffer_data(buffer, data): Data pointer of a buffer (the same for its whole life).
     "dao_buffer_data": (dao_status, (c_void_p, POINTER(c_void_p))),

@@ -710,8 +710,8 @@ dao_recycle_get_stats(pool, stats) =
 dao_recycle_destroy(pool) = @gcsafe ccall((:dao_recycle_destroy, libdao), Cint, (Ptr{Cvoid},), pool)
 # Add a reference to a buffer, for another holder.
 dao_buffer_retain(buffer) = @gcsafe ccall((:dao_buffer_retain, libdao), Cint, (Ptr{Cvoid},), buffer)
-# Drop a reference; the last one returns the buffer to the free list (and wakes one waiting
-# acquire).
+# Drop a reference; the last one returns the buffer to the free list (through the calling thread's
+# stash; see dao_recycle_acquire()) and wakes a waiting acquire.
 dao_buffer_release(buffer) =
     @gcsafe ccall((:dao_buffer_release, libdao), Cint, (Ptr{Cvoid},), buffer)
 # Data pointer of a buffer (the same for its whole life).

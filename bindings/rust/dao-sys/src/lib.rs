@@ -1138,8 +1138,8 @@ extern "C" {
     pub fn dao_recycle_destroy(pool: *mut dao_recycle_pool) -> dao_status;
     /// Add a reference to a buffer, for another holder.
     pub fn dao_buffer_retain(buffer: *mut dao_buffer) -> dao_status;
-    /// Drop a reference; the last one returns the buffer to the free list (and wakes one waiting
-    /// acquire).
+    /// Drop a reference; the last one returns the buffer to the free list (through the calling
+    /// thread's stash; see dao_recycle_acquire()) and wakes a waiting acquire.
     pub fn dao_buffer_release(buffer: *mut dao_buffer) -> dao_status;
     /// Data pointer of a buffer (the same for its whole life).
     pub fn dao_buffer_data(buffer: *const dao_buffer, data: *mut *mut c_void) -> dao_status;
