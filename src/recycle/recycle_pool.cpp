@@ -3,6 +3,8 @@
 // recycle_pool.hpp).
 #include "recycle/recycle_pool.hpp"
 
+#include <sys/mman.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -243,6 +245,19 @@ void recycle_pool::prefault(void* data) const noexcept {
   // move it there.)
   const int kind = raw_kind(place_.kind);
   if (!host_memory_ || (kind != DAO_PLACE_CPU && kind != DAO_PLACE_SIM)) return;
+#ifdef MADV_HUGEPAGE
+  // A buffer of several huge pages is filled and read whole each lap: ask
+  // for transparent huge pages on the 2 MiB pages inside it (Linux gives
+  // them only when asked, the default "madvise" mode), so that the touch
+  // below maps them at once and a lap takes 512 times fewer TLB entries.
+  constexpr std::uintptr_t kHuge = std::uintptr_t(2) << 20;
+  const auto begin = (reinterpret_cast<std::uintptr_t>(data) + kHuge - 1) & ~(kHuge - 1);
+  const auto end = (reinterpret_cast<std::uintptr_t>(data) + bytes_) & ~(kHuge - 1);
+  if (end > begin) {
+    // Advice only: where it is refused the pages stay small.
+    (void)::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
+  }
+#endif
   constexpr std::size_t kPage = 4096;
   auto* bytes = static_cast<volatile unsigned char*>(data);
   for (std::size_t at = 0; at < bytes_; at += kPage) bytes[at] = 0;
