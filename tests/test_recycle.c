@@ -949,6 +949,31 @@ static void stashed_buffers_reach_every_thread(void **state) {
   assert_ok(dao_recycle_destroy(pool));
 }
 
+/* Without spinning (`spin=0`) an acquire's first look at other threads'
+   stashes is made under the wait point's mutex, just before it sleeps.
+   Taking a stash of several buffers there puts the rest on the free list
+   and wakes the other acquires: that wake-up once locked the same mutex
+   again and the thread deadlocked on itself (found by running the
+   benchmark with spin=0 on one core). */
+static void steal_under_the_wait_lock(void **state) {
+  enum { kBuffers = 64, kReleased = 61 }; /* 3 batches of 16 and 13 left in the stash */
+  dao_recycle_pool *pool = make_pool(dao_place_cpu(), kBuffers, kBuffers, "name=nospin,spin=0");
+  dao_buffer *b[kBuffers];
+  int i;
+  (void)state;
+  for (i = 0; i < kBuffers; ++i) b[i] = acquire_now(pool);
+  release_in_a_thread(b, kReleased);
+  for (i = 0; i < kReleased; ++i) {
+    b[i] = NULL;
+    assert_ok(dao_recycle_acquire(pool, 10.0, &b[i]));
+    assert_non_null(b[i]);
+  }
+  assert_int_equal(stats_of(pool).free, 0);
+  for (i = 0; i < kBuffers; ++i) assert_ok(dao_buffer_release(b[i]));
+  assert_int_equal(stats_of(pool).free, kBuffers);
+  assert_ok(dao_recycle_destroy(pool));
+}
+
 /* The pattern written at fill time is there at take time, on the CPU and
    on a SIM device. */
 static void data_persists_on(dao_place place) {
@@ -1482,6 +1507,7 @@ int main(void) {
       cmocka_unit_test(free_list_lifo),
       cmocka_unit_test(stash_keeps_lifo_in_a_thread),
       cmocka_unit_test(stashed_buffers_reach_every_thread),
+      cmocka_unit_test(steal_under_the_wait_lock),
       cmocka_unit_test(data_persists_cpu),
       cmocka_unit_test(data_persists_sim),
       cmocka_unit_test(reference_counts_across_threads),

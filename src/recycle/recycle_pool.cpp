@@ -101,6 +101,21 @@ std::size_t ring_capacity(std::size_t buffers) noexcept {
   return c;
 }
 
+// The wait point whose mutex this thread holds while it looks once more
+// before sleeping (wait_for). A wake-up that look causes on the same wait
+// point (a steal that puts the rest of a stash on the free list wakes the
+// other acquires) must not lock that mutex again: it would deadlock on
+// itself (it did, with `spin=0`, the first look being under the mutex).
+// Holding the mutex already orders the notify after any sleeper's check.
+thread_local const wait_point* t_holding_wait = nullptr;
+
+// Passes through w's mutex, so that a sleeper that registered has either
+// seen what was made available or is asleep and gets the notify.
+void pass_through(wait_point& w) noexcept {
+  if (t_holding_wait == &w) return;
+  std::lock_guard<std::mutex> lock(w.mutex);
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------------------
@@ -544,6 +559,7 @@ recycle_pool::attempt recycle_pool::wait_for(wait_point& w, Attempt&& try_once, 
     w.waiters.fetch_add(1, std::memory_order_seq_cst);
     {
       std::unique_lock<std::mutex> lock(w.mutex);
+      t_holding_wait = &w;  // for the wake-ups of try_once (see pass_through)
       for (;;) {
         result = try_once(true);
         if (result != attempt::none) break;
@@ -556,6 +572,7 @@ recycle_pool::attempt recycle_pool::wait_for(wait_point& w, Attempt&& try_once, 
           break;
         }
       }
+      t_holding_wait = nullptr;
     }
     w.waiters.fetch_sub(1, std::memory_order_relaxed);
   }
@@ -576,14 +593,14 @@ recycle_pool::attempt recycle_pool::wait_for(wait_point& w, Attempt&& try_once, 
 void recycle_pool::wake_one(wait_point& w) noexcept {
   // The push before this was a sequentially consistent exchange.
   if (w.waiters.load(std::memory_order_seq_cst) == 0) return;
-  { std::lock_guard<std::mutex> lock(w.mutex); }
+  pass_through(w);
   w.cv.notify_one();
 }
 
 void recycle_pool::wake(wait_point& w, std::uint64_t n) noexcept {
   // The push before this was a sequentially consistent read-modify-write.
   if (w.waiters.load(std::memory_order_seq_cst) == 0) return;
-  { std::lock_guard<std::mutex> lock(w.mutex); }
+  pass_through(w);
   if (n == 1) {
     w.cv.notify_one();
   } else {
@@ -592,7 +609,7 @@ void recycle_pool::wake(wait_point& w, std::uint64_t n) noexcept {
 }
 
 void recycle_pool::wake_all(wait_point& w) noexcept {
-  { std::lock_guard<std::mutex> lock(w.mutex); }
+  pass_through(w);
   w.cv.notify_all();
 }
 
