@@ -232,20 +232,8 @@ class cuda_resource final : public system_resource {
     const char* call = "cuMemCreate";
     CUresult r = api.mem_create(&handle, bytes, &prop, 0);
     if (r == CUDA_SUCCESS) {
-      call = "cuMemMap";
-      r = api.mem_map(base, bytes, 0, handle, 0);
-      // The mapping keeps the memory alive; without one this frees it.
-      api.mem_release(handle);
-    }
-    if (r == CUDA_SUCCESS) {
-      CUmemAccessDesc access{};
-      access.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-      access.location.id = device_;
-      access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-      r = api.mem_set_access(base, bytes, &access, 1);
+      r = map_for_this_device(base, bytes, handle, call);
       if (r == CUDA_SUCCESS) return;
-      call = "cuMemSetAccess";
-      api.mem_unmap(base, bytes);  // maps nothing on failure
     }
     if (r == CUDA_ERROR_OUT_OF_MEMORY) throw out_of_memory(oom_message(bytes, "map", call));
     throw backend_error(strprintf("%s: %s failed while mapping %s at %p: %s", name().c_str(), call,
@@ -568,25 +556,35 @@ class cuda_resource final : public system_resource {
     return base;
   }
 
+  // The driver calls of map() and map_handle(): maps `handle` at [base,
+  // base + bytes), releases it (the mapping keeps the memory alive; without
+  // one this frees it) and opens the range to this device. The context is
+  // current. On failure maps nothing and names the failing call in `call`.
+  CUresult map_for_this_device(CUdeviceptr base, std::size_t bytes,
+                               CUmemGenericAllocationHandle handle, const char*& call) const {
+    const cuda_driver_api& api = driver_.api();
+    call = "cuMemMap";
+    CUresult r = api.mem_map(base, bytes, 0, handle, 0);
+    api.mem_release(handle);
+    if (r != CUDA_SUCCESS) return r;
+    CUmemAccessDesc access{};
+    access.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    access.location.id = device_;
+    access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+    call = "cuMemSetAccess";
+    r = api.mem_set_access(base, bytes, &access, 1);
+    if (r != CUDA_SUCCESS) api.mem_unmap(base, bytes);
+    return r;
+  }
+
   // Maps `handle` at [base, base + bytes) for this device and releases the
   // handle (the mapping keeps the memory); the context is current. Maps
   // nothing on failure.
   void map_handle(CUdeviceptr base, std::size_t bytes, CUmemGenericAllocationHandle handle,
                   const char* what) const {
-    const cuda_driver_api& api = driver_.api();
-    CUresult r = api.mem_map(base, bytes, 0, handle, 0);
-    api.mem_release(handle);
-    const char* call = "cuMemMap";
-    if (r == CUDA_SUCCESS) {
-      CUmemAccessDesc access{};
-      access.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-      access.location.id = device_;
-      access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-      r = api.mem_set_access(base, bytes, &access, 1);
-      if (r == CUDA_SUCCESS) return;
-      call = "cuMemSetAccess";
-      api.mem_unmap(base, bytes);
-    }
+    const char* call = nullptr;
+    const CUresult r = map_for_this_device(base, bytes, handle, call);
+    if (r == CUDA_SUCCESS) return;
     throw backend_error(strprintf(
         "%s: %s failed while mapping %s of %s memory at %p: %s%s", name().c_str(), call,
         format_bytes(bytes).c_str(), what, to_pointer(base), driver_.error_text(r).c_str(),

@@ -296,37 +296,9 @@ static void test_files(void **state) {
 }
 
 /* Gathers from several threads of each rank at once (in-process handles
- * are safe from any thread), with scatters by other ranks to other
- * objects in between. */
-typedef struct gather_job {
-  dao_whole *w;
-  size_t entries, entry_size;
-  uint64_t seed;
-  int bad;
-  pthread_t thread;
-} gather_job;
-
-static void *gather_main(void *p) {
-  gather_job *j = (gather_job *)p;
-  int64_t idx[64];
-  unsigned char out[64 * 32];
-  int round, i;
-  uint64_t s = j->seed;
-  for (round = 0; round < 50; ++round) {
-    for (i = 0; i < 64; ++i) idx[i] = (int64_t)(wb_rand(&s) % j->entries);
-    if (dao_whole_gather(j->w, idx, 64, out) != DAO_OK) {
-      ++j->bad;
-      continue;
-    }
-    for (i = 0; i < 64; ++i)
-      if (!wb_entry_is(out + (size_t)i * j->entry_size, (uint64_t)idx[i], j->entry_size, 0))
-        ++j->bad;
-  }
-  return NULL;
-}
-
+ * are safe from any thread). */
 static void body_threads(wb_ctx *c, void *p) {
-  int t, k;
+  int t;
   (void)p;
   for (t = DAO_WHOLE_CONTINUOUS; t <= DAO_WHOLE_DISTRIBUTED; ++t) {
     const size_t entries = 777, entry_size = 32;
@@ -334,7 +306,6 @@ static void body_threads(wb_ctx *c, void *p) {
     dao_whole *w = NULL;
     dao_whole_range r;
     void *local = NULL;
-    gather_job jobs[3];
     size_t i;
     if (!WB_OK(c, dao_whole_create(c->comm, &d, &w))) continue;
     memset(&r, 0, sizeof r);
@@ -343,19 +314,7 @@ static void body_threads(wb_ctx *c, void *p) {
     for (i = 0; i < r.entry_count; ++i)
       wb_fill_entry((unsigned char *)local + i * entry_size, r.first_entry + i, entry_size, 0);
     WB_OK(c, dao_comm_barrier(c->comm));
-    for (k = 0; k < 3; ++k) {
-      jobs[k].w = w;
-      jobs[k].entries = entries;
-      jobs[k].entry_size = entry_size;
-      jobs[k].seed = (uint64_t)(c->rank * 10 + k + 1);
-      jobs[k].bad = 0;
-      WB_CHECK(c, pthread_create(&jobs[k].thread, NULL, gather_main, &jobs[k]) == 0);
-    }
-    for (k = 0; k < 3; ++k) {
-      WB_CHECK(c, pthread_join(jobs[k].thread, NULL) == 0);
-      WB_CHECKF(c, jobs[k].bad == 0, "thread %d of rank %d: %d bad entries", k, c->rank,
-                jobs[k].bad);
-    }
+    wb_gather_from_threads(c, w, entries, entry_size, 50, dao_whole_type_name((dao_whole_type)t));
     WB_OK(c, dao_whole_destroy(w));
   }
 }

@@ -318,37 +318,10 @@ static void test_out_of_memory(void **state) {
 /* Gathers from several threads of each rank at once (in-process handles
  * are safe from any thread): the copies of all threads go through the
  * rank's one stream, and each thread's entries are right. */
-typedef struct gather_job {
-  dao_whole *w;
-  size_t entries, entry_size;
-  uint64_t seed;
-  int bad;
-  pthread_t thread;
-} gather_job;
-
-static void *gather_main(void *p) {
-  gather_job *j = (gather_job *)p;
-  int64_t idx[64];
-  unsigned char out[64 * 24];
-  int round, i;
-  uint64_t s = j->seed;
-  for (round = 0; round < 30; ++round) {
-    for (i = 0; i < 64; ++i) idx[i] = (int64_t)(wb_rand(&s) % j->entries);
-    if (dao_whole_gather(j->w, idx, 64, out) != DAO_OK) {
-      ++j->bad;
-      continue;
-    }
-    for (i = 0; i < 64; ++i)
-      if (!wb_entry_is(out + (size_t)i * j->entry_size, (uint64_t)idx[i], j->entry_size, 0))
-        ++j->bad;
-  }
-  return NULL;
-}
-
 static void body_threads(wb_ctx *c, void *p) {
   const size_t entries = 777, entry_size = 24;
   dao_place place;
-  int t, k;
+  int t;
   (void)p;
   WB_OK(c, dao_comm_rank_place(c->comm, c->rank, &place));
   for (t = DAO_WHOLE_CONTINUOUS; t <= DAO_WHOLE_DISTRIBUTED; ++t) {
@@ -357,7 +330,6 @@ static void body_threads(wb_ctx *c, void *p) {
     dao_whole_range r;
     void *local = NULL;
     unsigned char *host;
-    gather_job jobs[3];
     size_t i;
     if (dao_whole_supported(c->comm, (dao_whole_type)t, DAO_WHOLE_DEVICE) != DAO_OK) continue;
     if (!WB_OK(c, dao_whole_create(c->comm, &d, &w))) continue;
@@ -372,19 +344,7 @@ static void body_threads(wb_ctx *c, void *p) {
     }
     free(host);
     WB_OK(c, dao_comm_barrier(c->comm));
-    for (k = 0; k < 3; ++k) {
-      jobs[k].w = w;
-      jobs[k].entries = entries;
-      jobs[k].entry_size = entry_size;
-      jobs[k].seed = (uint64_t)(c->rank * 10 + k + 1);
-      jobs[k].bad = 0;
-      WB_CHECK(c, pthread_create(&jobs[k].thread, NULL, gather_main, &jobs[k]) == 0);
-    }
-    for (k = 0; k < 3; ++k) {
-      WB_CHECK(c, pthread_join(jobs[k].thread, NULL) == 0);
-      WB_CHECKF(c, jobs[k].bad == 0, "%s: thread %d of rank %d: %d bad entries",
-                dao_whole_type_name((dao_whole_type)t), k, c->rank, jobs[k].bad);
-    }
+    wb_gather_from_threads(c, w, entries, entry_size, 30, dao_whole_type_name((dao_whole_type)t));
     WB_OK(c, dao_comm_barrier(c->comm));
     WB_OK(c, dao_whole_destroy(w));
   }

@@ -14,6 +14,7 @@
 #ifndef DAO_WHOLE_BODY_H
 #define DAO_WHOLE_BODY_H
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -127,6 +128,59 @@ static int wb_scattered(uint64_t e, uint64_t seed) {
 }
 
 /* --- pieces ----------------------------------------------------------------- */
+
+/* Gathers from three threads of this rank at once (in-process handles are
+ * safe from any thread): each gathers 64 random entries of `w` (written
+ * with wb_fill_entry, generation 0; entry_size at most 64) `rounds` times
+ * and counts the wrong ones. `what` names the object in the failure. */
+typedef struct wb_gather_job {
+  dao_whole *w;
+  size_t entries, entry_size;
+  uint64_t seed;
+  int rounds, bad;
+  pthread_t thread;
+} wb_gather_job;
+
+static inline void *wb_gather_main(void *p) {
+  wb_gather_job *j = (wb_gather_job *)p;
+  int64_t idx[64];
+  unsigned char out[64 * 64];
+  int round, i;
+  uint64_t s = j->seed;
+  for (round = 0; round < j->rounds; ++round) {
+    for (i = 0; i < 64; ++i) idx[i] = (int64_t)(wb_rand(&s) % j->entries);
+    if (dao_whole_gather(j->w, idx, 64, out) != DAO_OK) {
+      ++j->bad;
+      continue;
+    }
+    for (i = 0; i < 64; ++i)
+      if (!wb_entry_is(out + (size_t)i * j->entry_size, (uint64_t)idx[i], j->entry_size, 0))
+        ++j->bad;
+  }
+  return NULL;
+}
+
+static inline void wb_gather_from_threads(wb_ctx *c, dao_whole *w, size_t entries,
+                                          size_t entry_size, int rounds, const char *what) {
+  wb_gather_job jobs[3];
+  int k;
+  WB_CHECK(c, entry_size <= 64);
+  if (entry_size > 64) return;
+  for (k = 0; k < 3; ++k) {
+    jobs[k].w = w;
+    jobs[k].entries = entries;
+    jobs[k].entry_size = entry_size;
+    jobs[k].seed = (uint64_t)(c->rank * 10 + k + 1);
+    jobs[k].rounds = rounds;
+    jobs[k].bad = 0;
+    WB_CHECK(c, pthread_create(&jobs[k].thread, NULL, wb_gather_main, &jobs[k]) == 0);
+  }
+  for (k = 0; k < 3; ++k) {
+    WB_CHECK(c, pthread_join(jobs[k].thread, NULL) == 0);
+    WB_CHECKF(c, jobs[k].bad == 0, "%s: thread %d of rank %d: %d bad entries", what, k, c->rank,
+              jobs[k].bad);
+  }
+}
 
 static dao_whole_desc wb_desc(dao_whole_type type, dao_whole_location location, size_t entries,
                               size_t entry_size) {
