@@ -105,8 +105,10 @@ extern "C" {
  *                          `spin` (iterations a blocking call spins before
  *                          it sleeps, and at most 50 µs; only 64 while most
  *                          of the pool's recent waits on that side lasted
- *                          longer than that; default 2000, 0 to never
- *                          spin).
+ *                          longer than that; the first 64 are busy pauses,
+ *                          skipped while they have mostly not ended that
+ *                          side's waits (threads sharing a core), the rest
+ *                          yield; default 2000, 0 to never spin).
  * @param[out] out          Receives the pool, owned by the caller until
  *                          dao_recycle_destroy(). Unchanged on failure.
  * @retval DAO_OK                   Created.

@@ -62,6 +62,9 @@ constexpr std::chrono::microseconds kSpinTime{50};
 // kLongWaitsOff on, its waits skip the yielding part of the spin.
 constexpr std::uint32_t kLongWaitsMost = 8;
 constexpr std::uint32_t kLongWaitsOff = 4;
+// The busy part of a spin: pauses that catch a partner running on another
+// core, before the spin yields.
+constexpr std::uint32_t kBusySpins = 64;
 
 // Stash words (release_stash): top index, bottom index, count.
 constexpr unsigned kStashIndexBits = 20;
@@ -506,9 +509,9 @@ template <class Attempt>
 recycle_pool::attempt recycle_pool::wait_for(wait_point& w, Attempt&& try_once, double timeout,
                                              std::atomic<std::uint64_t>& waits,
                                              std::atomic<std::uint64_t>& wait_ns,
-                                             std::atomic<std::uint32_t>& long_waits) {
+                                             wait_scores& scores) {
   // Counted when the wait starts, so that others can see that it waits.
-  waits.fetch_add(1, std::memory_order_relaxed);
+  const std::uint64_t wait_number = waits.fetch_add(1, std::memory_order_relaxed);
   const clock_type::time_point start = clock_type::now();
   const bool forever = timeout < 0 || timeout > kForeverSeconds;
   const clock_type::time_point until =
@@ -528,15 +531,23 @@ recycle_pool::attempt recycle_pool::wait_for(wait_point& w, Attempt&& try_once, 
   // variable would, instead of spending up to kSpinTime of its core's time
   // per buffer (a pipeline of large buffers, each as long to fill or read
   // as a wait). A side whose waits are short keeps spinning as before.
-  const bool yield_phase = long_waits.load(std::memory_order_relaxed) < kLongWaitsOff;
+  const bool yield_phase = scores.long_waits.load(std::memory_order_relaxed) < kLongWaitsOff;
   const clock_type::time_point spin_until =
       yield_phase ? start + std::chrono::duration_cast<clock_type::duration>(kSpinTime) : start;
-  std::uint32_t i = 0;
+  // And while the busy spin has mostly not ended this side's recent waits
+  // (busy_misses), the partner is not running on another core: it waits for
+  // this one (threads sharing a core, on a loaded or pinned machine), and
+  // the busy iterations only delay it. The wait then yields at once, as a
+  // mutex hands its core over; every 16th wait still spins, to see whether
+  // that changed.
+  const bool busy_phase =
+      scores.busy_misses.load(std::memory_order_relaxed) < kLongWaitsOff || (wait_number & 15) == 0;
+  std::uint32_t i = busy_phase ? 0 : kBusySpins;
   for (; i < spin_; ++i) {
     // A short busy spin catches a partner running on another core; after
     // that, yield, so that a partner waiting for this core gets to run
     // (on a loaded or small machine spinning would only delay it).
-    if (i < 64) {
+    if (i < kBusySpins) {
       cpu_relax();
     } else {
       if ((i & 15) == 0) {
@@ -545,9 +556,10 @@ recycle_pool::attempt recycle_pool::wait_for(wait_point& w, Attempt&& try_once, 
       }
       std::this_thread::yield();
     }
-    result = try_once(i >= 63);
+    result = try_once(i >= kBusySpins - 1);
     if (result != attempt::none) break;
   }
+  const bool busy_hit = result != attempt::none && i < kBusySpins;
   if (result == attempt::none) {
     // Register, then re-check under the mutex. The registration and the
     // publisher's last write to the ring or stack (index_ring::push,
@@ -579,14 +591,15 @@ recycle_pool::attempt recycle_pool::wait_for(wait_point& w, Attempt&& try_once, 
   const auto waited =
       std::chrono::duration_cast<std::chrono::nanoseconds>(clock_type::now() - start);
   wait_ns.fetch_add(static_cast<std::uint64_t>(waited.count()), std::memory_order_relaxed);
-  {
-    // Several threads of a side may update the score at once; a lost update
-    // only delays the switch by a wait.
-    const std::uint32_t score = long_waits.load(std::memory_order_relaxed);
-    const std::uint32_t next =
-        waited > kSpinTime ? std::min(score + 1, kLongWaitsMost) : (score > 0 ? score - 1 : 0);
-    if (next != score) long_waits.store(next, std::memory_order_relaxed);
-  }
+  // Several threads of a side may update a score at once; a lost update
+  // only delays the switch by a wait.
+  auto update = [](std::atomic<std::uint32_t>& score, bool up) {
+    const std::uint32_t was = score.load(std::memory_order_relaxed);
+    const std::uint32_t next = up ? std::min(was + 1, kLongWaitsMost) : (was > 0 ? was - 1 : 0);
+    if (next != was) score.store(next, std::memory_order_relaxed);
+  };
+  update(scores.long_waits, waited > kSpinTime);
+  if (busy_phase) update(scores.busy_misses, !busy_hit);
   return result;
 }
 
@@ -800,8 +813,8 @@ dao_status recycle_pool::acquire(double timeout, recycle_buffer*& out) {
     }
   }
   if (result == attempt::none && timeout != 0) {
-    result = wait_for(free_wait_, try_once, timeout, acquire_waits_, acquire_wait_ns_,
-                      acquire_long_waits_);
+    result =
+        wait_for(free_wait_, try_once, timeout, acquire_waits_, acquire_wait_ns_, acquire_scores_);
   }
   switch (result) {
     case attempt::got:
@@ -863,7 +876,7 @@ dao_status recycle_pool::take(double timeout, recycle_buffer*& out) {
   };
   attempt result = try_once(timeout == 0);
   if (result == attempt::none && timeout != 0) {
-    result = wait_for(ready_wait_, try_once, timeout, take_waits_, take_wait_ns_, take_long_waits_);
+    result = wait_for(ready_wait_, try_once, timeout, take_waits_, take_wait_ns_, take_scores_);
   }
   switch (result) {
     case attempt::got:

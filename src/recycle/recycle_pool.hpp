@@ -91,6 +91,17 @@ struct alignas(64) release_stash {
   std::atomic<std::uint64_t> word{0};
 };
 
+// What a side's recent waits were like (wait_for): two scores from 0 to 8,
+// each raised by a wait of one kind and lowered by a wait of the other. A
+// lost update between threads of a side only delays a switch by a wait.
+struct wait_scores {
+  // Waits longer than the spin: spinning could not end them, sleep sooner.
+  std::atomic<std::uint32_t> long_waits{0};
+  // Waits the busy spin did not end: the partner is not running on another
+  // core (it shares this one), so yield at once.
+  std::atomic<std::uint32_t> busy_misses{0};
+};
+
 // The sleeping side of one condition (a buffer became free, a buffer was
 // submitted). See the file comment for the protocol.
 struct alignas(64) wait_point {
@@ -166,7 +177,8 @@ class recycle_pool {
   // `function` and the pool.
   recycle_buffer* create_buffer(bool held, const char* function);
   void free_all_memory() noexcept;
-  // Spins (less while the side's waits are long: long_waits), then sleeps
+  // Spins (less while the side's waits are long or the busy spin misses:
+  // `scores`), then sleeps
   // on `w`, until try_once(last) gives something or the timeout (> 0, or < 0
   // for ever) runs out. `last` is false during the first, busy spins and
   // true from then on (the caller may do costlier work then: steal
@@ -174,7 +186,7 @@ class recycle_pool {
   template <class Attempt>
   attempt wait_for(wait_point& w, Attempt&& try_once, double timeout,
                    std::atomic<std::uint64_t>& waits, std::atomic<std::uint64_t>& wait_ns,
-                   std::atomic<std::uint32_t>& long_waits);
+                   wait_scores& scores);
   void wake_one(wait_point& w) noexcept;
   void wake_all(wait_point& w) noexcept;
   // Wakes up to `n` waiters of `w` (all when n > 1).
@@ -261,8 +273,8 @@ class recycle_pool {
   alignas(64) std::atomic<std::uint64_t> acquired_{0};
   std::atomic<std::uint64_t> acquire_waits_{0};
   std::atomic<std::uint64_t> acquire_wait_ns_{0};
-  // The acquires' score of waits longer than the spin (wait_for).
-  std::atomic<std::uint32_t> acquire_long_waits_{0};
+  // What the acquires' waits were like (wait_for).
+  wait_scores acquire_scores_;
   // The last ready_.popped() the fill side read: a lower bound of taken, so that
   // submit can rule out a new peak of queued without reading the ring's
   // pop count.
@@ -271,7 +283,7 @@ class recycle_pool {
   alignas(64) std::atomic<std::uint64_t> freed_{0};  // releases that made a buffer free
   std::atomic<std::uint64_t> take_waits_{0};
   std::atomic<std::uint64_t> take_wait_ns_{0};
-  std::atomic<std::uint32_t> take_long_waits_{0};  // as acquire_long_waits_
+  wait_scores take_scores_;  // as acquire_scores_
   // The last `acquired_` the operate side read (a lower bound, as above).
   std::atomic<std::uint64_t> acquired_seen_{0};
   // Peaks: read on every call, written only when a count reaches a new
