@@ -565,7 +565,7 @@ recycle_pool::attempt recycle_pool::wait_for(wait_point& w, Attempt&& try_once, 
     // publisher's last write to the ring or stack (index_ring::push,
     // index_stack::push) are both sequentially consistent, and so are the
     // re-check's look at it (try_pop) and the publisher's look at `waiters`
-    // (wake_one): either the re-check sees the new buffer, or the publisher
+    // (wake): either the re-check sees the new buffer, or the publisher
     // sees us and takes the mutex to notify, which it can do only once we
     // sleep. (No fence: ThreadSanitizer does not model fences.)
     w.waiters.fetch_add(1, std::memory_order_seq_cst);
@@ -601,13 +601,6 @@ recycle_pool::attempt recycle_pool::wait_for(wait_point& w, Attempt&& try_once, 
   update(scores.long_waits, waited > kSpinTime);
   if (busy_phase) update(scores.busy_misses, !busy_hit);
   return result;
-}
-
-void recycle_pool::wake_one(wait_point& w) noexcept {
-  // The push before this was a sequentially consistent exchange.
-  if (w.waiters.load(std::memory_order_seq_cst) == 0) return;
-  pass_through(w);
-  w.cv.notify_one();
 }
 
 void recycle_pool::wake(wait_point& w, std::uint64_t n) noexcept {
@@ -685,7 +678,7 @@ release_stash& recycle_pool::own_stash() noexcept {
 void recycle_pool::free_buffer(std::uint32_t index) noexcept {
   if (stash_limit_ < 2) {
     push_free(index);
-    wake_one(free_wait_);
+    wake(free_wait_, 1);
     return;
   }
   release_stash& s = own_stash();
@@ -856,7 +849,7 @@ dao_status recycle_pool::submit(recycle_buffer& b) {
     position = p;
   });
   note_submitted(position + 1);
-  wake_one(ready_wait_);
+  wake(ready_wait_, 1);
   return DAO_OK;
 }
 

@@ -187,7 +187,6 @@ class recycle_pool {
   attempt wait_for(wait_point& w, Attempt&& try_once, double timeout,
                    std::atomic<std::uint64_t>& waits, std::atomic<std::uint64_t>& wait_ns,
                    wait_scores& scores);
-  void wake_one(wait_point& w) noexcept;
   void wake_all(wait_point& w) noexcept;
   // Wakes up to `n` waiters of `w` (all when n > 1).
   void wake(wait_point& w, std::uint64_t n) noexcept;

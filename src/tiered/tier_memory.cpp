@@ -26,7 +26,6 @@ tier_memory::tier_memory(dao_place device, dao_place host, std::size_t device_bu
   device_ = device_resource_->place();
   host_ = host;
   device_base_ = allocate_device("dao_tiered_create");
-  stats_.device_range_bytes = device_budget_;
 }
 
 void* tier_memory::allocate_device(const char* function) const {
@@ -49,13 +48,11 @@ void tier_memory::release_device() noexcept {
   } catch (...) {
   }
   device_base_ = nullptr;
-  stats_.device_range_bytes = 0;
 }
 
 void tier_memory::acquire_device() {
   if (device_base_ != nullptr) return;
   device_base_ = allocate_device("the tiered pool");
-  stats_.device_range_bytes = device_budget_;
 }
 
 void* tier_memory::host_allocate(std::size_t bytes) {

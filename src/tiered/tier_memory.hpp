@@ -50,6 +50,8 @@ class tier_memory {
   // (nothing may be resident), and takes it again when a kernel needs it
   // (throws out_of_memory if the device has no room now). Executor only.
   bool device_held() const noexcept { return device_base_ != nullptr; }
+  // The bytes of device memory held now: the range, or 0 once given back.
+  std::size_t device_range_bytes() const noexcept { return device_held() ? device_budget_ : 0; }
   void release_device() noexcept;
   void acquire_device();
 

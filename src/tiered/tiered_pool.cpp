@@ -390,6 +390,7 @@ void tiered_pool::read_stats(dao_tiered_stats& out) {
   std::lock_guard<std::mutex> lock(mu_);
   out = stats_;
   out.stall_ns = copies_.waited_ns();
+  out.device_range_bytes = memory_.device_range_bytes();
 }
 
 void tiered_pool::read_link_stats(dao_tiered_link_stats& out) {

@@ -126,15 +126,13 @@ bool transfers::goes_inline(std::size_t bytes, int dir) const noexcept {
   // SIM: only a copy that the model makes short (the executor holds the
   // pool's mutex while it copies); on a slow modelled link it goes to a lane.
   constexpr double kMaxInlineSeconds = 200e-6;
-  const double pageable = link_.pageable_bytes_per_s[dir];
-  const double rate = pageable > 0 ? pageable : link_.pinned_bytes_per_s;
+  const double rate = inline_rate(dir);
   return rate <= 0 || static_cast<double>(bytes) / rate <= kMaxInlineSeconds;
 }
 
 void transfers::inline_copy(stream_impl& s, void* dst, const void* src, std::size_t bytes,
                             int dir) {
-  const double pageable = link_.pageable_bytes_per_s[dir];
-  const double rate = pageable > 0 ? pageable : link_.pinned_bytes_per_s;
+  const double rate = inline_rate(dir);
   const auto t0 = steady::now();
   clock_.begin(dir, t0);
   try {

@@ -161,6 +161,12 @@ class transfers {
   // modelled link). A decision of the sizes and the config alone, never of
   // timing: a run makes the same copies each time.
   bool goes_inline(std::size_t bytes, int dir) const noexcept;
+  // SIM: the modelled rate of a copy made inline `dir`-ward (the pageable
+  // rate where modelled, else the pinned one; 0: not modelled).
+  double inline_rate(int dir) const noexcept {
+    const double pageable = link_.pageable_bytes_per_s[dir];
+    return pageable > 0 ? pageable : link_.pinned_bytes_per_s;
+  }
   // Copies at once on the caller's thread, in direction `dir`, timed as a
   // copy and as the caller's stall (SIM: taking bytes / the pageable rate).
   void inline_copy(stream_impl& s, void* dst, const void* src, std::size_t bytes, int dir);
